@@ -1,0 +1,88 @@
+"""The collection contract: what ingestion and the query service must agree on.
+
+One Qdrant collection holds three kinds of points, told apart by ``kind``:
+
+* ``chunk``: a chunk with a dense vector ``dense`` and a sparse BM25 vector ``bm25``;
+* ``document``: one record per source document (hash, chunk count, ACL, status),
+  with no vectors, so ingest can skip, replace and delete documents without a
+  second database;
+* ``meta``: one point that records the embedding model id and dimension the
+  collection was built with (and, when encryption at rest is on, the wrapped data key).
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+
+# A reserved ACL label for documents ingested with ``--public``. Group names
+# from credentials can never equal it (AclFilter strips it).
+PUBLIC_GROUP = "__public__"
+
+_ID_NAMESPACE = uuid.UUID("5b0c6c0e-8f3a-4f0e-9a59-1d3c0f6a2b71")
+META_POINT_ID = uuid.uuid5(_ID_NAMESPACE, "docquery:meta")
+
+
+class Kind(StrEnum):
+    CHUNK = "chunk"
+    DOCUMENT = "document"
+    META = "meta"
+
+
+class Key(StrEnum):
+    """Payload keys. Keyword-indexed ones are listed in ``INDEXED_KEYWORDS``."""
+
+    KIND = "kind"
+    DOC_ID = "doc_id"
+    SOURCE = "source"
+    ROOT = "root"
+    TITLE = "title"
+    PAGE = "page"
+    CHUNK_INDEX = "chunk_index"
+    CONTENT_SHA256 = "content_sha256"
+    ACL_GROUPS = "acl_groups"
+    INGESTED_AT = "ingested_at"
+    TEXT = "text"
+    FLAGS = "flags"
+    QUARANTINED = "quarantined"
+    CHUNK_COUNT = "chunk_count"
+    STATUS = "status"
+    MODEL_ID = "model_id"
+    DIMENSION = "dimension"
+    SCHEMA_VERSION = "schema_version"
+    EXTRA = "extra"
+
+
+INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.ROOT, Key.CONTENT_SHA256)
+INDEXED_BOOLS = (Key.QUARANTINED,)
+SCHEMA_VERSION = 1
+
+
+class ModelMismatchError(RuntimeError):
+    """The collection was built with another embedding model (or dimension)."""
+
+    def __init__(self, collection: str, stored: str, wanted: str) -> None:
+        super().__init__(
+            f"collection {collection!r} was built with embedding model {stored!r}, "
+            f"but this process embeds with {wanted!r}; re-ingest into a new collection "
+            f"or configure the same model (mixing models returns meaningless results)"
+        )
+        self.collection = collection
+        self.stored = stored
+        self.wanted = wanted
+
+
+def chunk_point_id(doc_id: str, content_sha256: str, chunk_index: int) -> str:
+    """Deterministic id: re-ingesting the same content writes the same ids."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"chunk\x1f{doc_id}\x1f{content_sha256}\x1f{chunk_index}"))
+
+
+def document_point_id(doc_id: str) -> str:
+    return str(uuid.uuid5(_ID_NAMESPACE, f"document\x1f{doc_id}"))
+
+
+def model_fingerprint(model_id: str, dimension: int) -> str:
+    return f"{model_id}@{dimension}"

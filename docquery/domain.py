@@ -1,0 +1,123 @@
+"""Domain types shared by the query service, the CLI and ingestion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from docquery.collection import PUBLIC_GROUP
+
+
+class Principal(BaseModel):
+    """A verified caller. Built only from a verified credential, never a request body."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    groups: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+
+    def acl(self) -> AclFilter:
+        return AclFilter.for_groups(self.groups)
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    """The set of ``acl_groups`` labels a caller may read.
+
+    Fail closed: an empty filter matches nothing, and adapters must return no
+    hits for it without asking the index at all. Public documents are visible
+    to any caller who has at least one group (no groups, no results).
+    """
+
+    labels: tuple[str, ...]
+
+    @classmethod
+    def for_groups(cls, groups: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> AclFilter:
+        clean = sorted({g.strip() for g in groups if g and g.strip() and g.strip() != PUBLIC_GROUP})
+        if not clean:
+            return cls(labels=())
+        return cls(labels=(*clean, PUBLIC_GROUP))
+
+    @property
+    def allows_nothing(self) -> bool:
+        return not self.labels
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk as stored in the index (text already decrypted, when encryption is on)."""
+
+    id: str
+    doc_id: str
+    source: str
+    title: str
+    chunk_index: int
+    text: str
+    content_sha256: str
+    acl_groups: tuple[str, ...]
+    page: str | None = None
+    ingested_at: str = ""
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """What ingestion hands to the index: a chunk plus its dense vector."""
+
+    chunk: Chunk
+    dense: list[float]
+    quarantined: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+    dense_score: float | None = None
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """Per-document state that lets ingest skip, replace and delete documents."""
+
+    doc_id: str
+    source: str
+    root: str
+    content_sha256: str
+    chunk_count: int
+    acl_groups: tuple[str, ...]
+    title: str = ""
+    ingested_at: str = ""
+    status: Literal["complete", "pending"] = "complete"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A built prompt: the chat messages plus the numbered sources (S1 = sources[0])."""
+
+    question: str
+    sources: tuple[Hit, ...]
+    messages: tuple[dict[str, str], ...]
+
+
+class Citation(BaseModel):
+    id: str
+    doc_id: str
+    source: str
+    title: str
+    chunk_index: int
+    score: float
+    snippet: str
+    page: str | None = None
+
+
+class Answer(BaseModel):
+    answer: str
+    mode: Literal["generative", "extractive"]
+    citations: list[Citation] = Field(default_factory=list)
+    model: str
+    request_id: str

@@ -1,0 +1,68 @@
+"""Narrow ports. ``rag/`` depends on these and on ``domain``, never on a vendor SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from docquery.domain import AclFilter, Hit, IndexedChunk, Prompt
+
+SearchMode = Literal["dense", "sparse", "hybrid"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into dense vectors. ``model_id`` is stored with the collection."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Chunk storage and ACL-filtered search. The ACL filter runs inside the query."""
+
+    def upsert(self, chunks: Sequence[IndexedChunk]) -> None: ...
+
+    def search(
+        self,
+        *,
+        dense: Sequence[float] | None,
+        text: str | None,
+        acl: AclFilter,
+        limit: int,
+        mode: SearchMode = "hybrid",
+    ) -> list[Hit]: ...
+
+    def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str] = ()) -> int: ...
+
+
+class Generator(Protocol):
+    """Writes the answer from a prompt. ``stream`` yields text deltas.
+
+    ``mode`` is ``"generative"`` for an LLM and ``"extractive"`` for the
+    no-LLM fallback that quotes the best passages.
+    """
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def mode(self) -> Literal["generative", "extractive"]: ...
+
+    async def complete(self, prompt: Prompt) -> str: ...
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[str]: ...
+
+
+class TextCipher(Protocol):
+    """Encrypts chunk text at rest (envelope encryption). Ingest encrypts, query decrypts."""
+
+    def encrypt(self, plaintext: str) -> str: ...
+
+    def decrypt(self, token: str) -> str: ...
