@@ -15,6 +15,8 @@ from __future__ import annotations
 import uuid
 from enum import StrEnum
 
+from docquery.errors import VectorIndexError
+
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 
@@ -61,14 +63,15 @@ INDEXED_BOOLS = (Key.QUARANTINED,)
 SCHEMA_VERSION = 1
 
 
-class ModelMismatchError(RuntimeError):
+class ModelMismatchError(VectorIndexError):
     """The collection was built with another embedding model (or dimension)."""
 
     def __init__(self, collection: str, stored: str, wanted: str) -> None:
         super().__init__(
+            "open collection",
             f"collection {collection!r} was built with embedding model {stored!r}, "
             f"but this process embeds with {wanted!r}; re-ingest into a new collection "
-            f"or configure the same model (mixing models returns meaningless results)"
+            f"or configure the same model (mixing models returns meaningless results)",
         )
         self.collection = collection
         self.stored = stored

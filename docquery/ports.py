@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from docquery.domain import AclFilter, Hit, IndexedChunk, Prompt
+from docquery.domain import AclFilter, DocumentRecord, Hit, IndexedChunk, Prompt
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
 
@@ -66,3 +66,37 @@ class TextCipher(Protocol):
     def encrypt(self, plaintext: str) -> str: ...
 
     def decrypt(self, token: str) -> str: ...
+
+
+class DocumentCatalog(Protocol):
+    """Per-document records kept in the same collection (kind=document)."""
+
+    def get_document(self, doc_id: str) -> DocumentRecord | None: ...
+
+    def put_document(self, record: DocumentRecord) -> None: ...
+
+    def delete_document(self, doc_id: str) -> int: ...
+
+    def list_documents(self, *, acl: AclFilter | None = None, root: str | None = None) -> list[DocumentRecord]: ...
+
+    def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None: ...
+
+
+class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
+    """What both Qdrant backends (embedded Edge, server) offer: both ports plus lifecycle."""
+
+    name: str
+
+    def count_chunks(self, doc_id: str | None = None) -> int: ...
+
+    def chunk_ids(self, doc_id: str) -> list[str]: ...
+
+    def read_meta(self) -> dict[str, Any] | None: ...
+
+    def update_meta(self, fields: Mapping[str, Any]) -> None: ...
+
+    def ready(self) -> bool: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

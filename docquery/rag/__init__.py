@@ -1,0 +1,1 @@
+"""Retrieval, prompting, citations and output sanitising. Imports ports and domain only."""

@@ -1,0 +1,182 @@
+"""Builds the component graph from settings, through registries keyed by settings.
+
+The API's lifespan, the CLI and the ingest job all call ``build_components``;
+tests pass their own components in. No module-level singletons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import SecretStr
+
+from docquery.adapters.fusion import FusionParams
+from docquery.errors import ConfigError
+from docquery.ports import Embedder, Generator, IndexAdapter, TextCipher
+from docquery.rag.pipeline import RagPipeline, RetrievalConfig
+from docquery.rag.sanitize import Sanitizer
+from docquery.settings import Settings
+
+KeyProvider = Callable[[], SecretStr | None]
+
+
+# -- registries ----------------------------------------------------------------
+def _local_embedder(s: Settings, keys: KeyProvider) -> Embedder:
+    from docquery.adapters.local_embedder import LocalEmbedder
+
+    return LocalEmbedder(batch_size=s.embedder.batch_size)
+
+
+def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:
+    from docquery.adapters.openai_embedder import OpenAIEmbedder
+
+    if not s.embedder.base_url:
+        raise ConfigError("DOCQUERY_EMBEDDER__BASE_URL is required when DOCQUERY_EMBEDDER__KIND=openai")
+    return OpenAIEmbedder(
+        base_url=s.embedder.base_url,
+        model=s.embedder.model,
+        api_key=keys,
+        dimension=s.embedder.dimension,
+        batch_size=s.embedder.batch_size,
+        timeout_s=s.embedder.timeout_s,
+    )
+
+
+EMBEDDERS: dict[str, Callable[[Settings, KeyProvider], Embedder]] = {
+    "local": _local_embedder,
+    "openai": _openai_embedder,
+}
+
+
+def _edge_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
+    from docquery.adapters.edge_index import EdgeIndex
+
+    index: Any = EdgeIndex(
+        s.data_dir / "collections" / name,
+        name=name,
+        model_id=embedder.model_id,
+        dimension=embedder.dimension,
+        fusion=fusion_params(s),
+        cipher=cipher,
+    )
+    return index  # type: ignore[no-any-return]
+
+
+def _server_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
+    from docquery.adapters.qdrant_server import ServerIndex
+
+    if not s.qdrant.url:
+        raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
+    index: Any = ServerIndex(
+        url=s.qdrant.url,
+        api_key=s.qdrant.api_key,
+        name=name,
+        model_id=embedder.model_id,
+        dimension=embedder.dimension,
+        fusion=fusion_params(s),
+        cipher=cipher,
+        timeout_s=s.qdrant.timeout_s,
+        shard_number=s.qdrant.shard_number,
+        replication_factor=s.qdrant.replication_factor,
+        write_consistency_factor=s.qdrant.write_consistency_factor,
+    )
+    return index  # type: ignore[no-any-return]
+
+
+INDEXES: dict[str, Callable[[Settings, Embedder, str, TextCipher | None], IndexAdapter]] = {
+    "edge": _edge_index,
+    "server": _server_index,
+}
+
+
+def _extractive(s: Settings, keys: KeyProvider) -> Generator:
+    from docquery.adapters.extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator()
+
+
+def _openai_chat(s: Settings, keys: KeyProvider) -> Generator:
+    from docquery.adapters.openai_chat import OpenAIChatGenerator
+
+    if not s.llm.base_url:
+        raise ConfigError("DOCQUERY_LLM__BASE_URL is required for the chat generator")
+    return OpenAIChatGenerator(
+        base_url=s.llm.base_url,
+        model=s.llm.model,
+        api_key=keys,
+        connect_timeout_s=s.llm.connect_timeout_s,
+        read_timeout_s=s.llm.read_timeout_s,
+        total_timeout_s=s.llm.total_timeout_s,
+        max_concurrency=s.llm.max_concurrency,
+        max_retries=s.llm.max_retries,
+        max_tokens=s.llm.max_tokens,
+        temperature=s.llm.temperature,
+    )
+
+
+GENERATORS: dict[str, Callable[[Settings, KeyProvider], Generator]] = {
+    "extractive": _extractive,
+    "openai": _openai_chat,
+}
+
+
+def index_kind(s: Settings) -> str:
+    return "server" if s.qdrant.url else "edge"
+
+
+def generator_kind(s: Settings) -> str:
+    return "openai" if s.llm.base_url else "extractive"
+
+
+def fusion_params(s: Settings) -> FusionParams:
+    r = s.retrieval
+    return FusionParams(
+        rrf_k=r.rrf_k, dense_weight=r.dense_weight, sparse_weight=r.sparse_weight, prefetch_limit=r.prefetch_limit
+    )
+
+
+# -- the graph -----------------------------------------------------------------
+@dataclass
+class Components:
+    settings: Settings
+    embedder: Embedder
+    index: IndexAdapter
+    generator: Generator
+    pipeline: RagPipeline
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    return EMBEDDERS[settings.embedder.kind](settings, lambda: settings.embedder.api_key)
+
+
+def build_index(
+    settings: Settings, embedder: Embedder, *, collection: str | None = None, cipher: TextCipher | None = None
+) -> IndexAdapter:
+    return INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, cipher)
+
+
+def build_components(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    index: IndexAdapter | None = None,
+    generator: Generator | None = None,
+    collection: str | None = None,
+) -> Components:
+    embedder = embedder or build_embedder(settings)
+    index = index or build_index(settings, embedder, collection=collection)
+    generator = generator or GENERATORS[generator_kind(settings)](settings, lambda: settings.llm.api_key)
+    pipeline = RagPipeline(
+        embedder=embedder,
+        index=index,
+        generator=generator,
+        sanitizer=Sanitizer(settings.api.link_allowlist),
+        retrieval=RetrievalConfig(mode=settings.retrieval.mode, min_dense_score=settings.retrieval.min_dense_score),
+    )
+    return Components(settings=settings, embedder=embedder, index=index, generator=generator, pipeline=pipeline)
