@@ -155,9 +155,7 @@ class TransitDataKeys:
         try:
             resp = self._session.call(
                 f"transit decrypt {self._mount}/{self._key}",
-                lambda c: c.secrets.transit.decrypt_data(
-                    name=self._key, ciphertext=wrapped, mount_point=self._mount
-                ),
+                lambda c: c.secrets.transit.decrypt_data(name=self._key, ciphertext=wrapped, mount_point=self._mount),
             )
             plaintext = base64.b64decode(resp["data"]["plaintext"], validate=True)
         except (VaultError, KeyError, TypeError, binascii.Error) as exc:

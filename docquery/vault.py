@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import hvac  # type: ignore[import-untyped]
+import hvac  # type: ignore[import-untyped, unused-ignore]
 from hvac import exceptions as hvac_exc
 from pydantic import SecretStr
 
@@ -113,9 +113,7 @@ class Login:
             resp = client.auth.jwt.jwt_login(role=self.role, jwt=jwt, use_token=False, path=mount)
         elif self.method == "approle":
             secret_id = _read_file(self._path(), "approle secret id")
-            resp = client.auth.approle.login(
-                role_id=self.role, secret_id=secret_id, use_token=False, mount_point=mount
-            )
+            resp = client.auth.approle.login(role_id=self.role, secret_id=secret_id, use_token=False, mount_point=mount)
         else:
             raise SecretsError(f"unknown vault auth method {self.method!r}")
         auth: dict[str, Any] = resp["auth"]

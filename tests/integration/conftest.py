@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO / "policies" / "vault"
 WORKLOADS = ("query", "ingest", "vllm", "qdrant")
 NAMESPACE = "docquery"
-ROOT_TOKEN = "docquery-test-root"  # noqa: S105 - dev server only, 127.0.0.1, per session
+ROOT_TOKEN = "docquery-test-root"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 # The secrets each workload's pod gets (paths the k8s manifests use).
@@ -212,7 +212,7 @@ def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bao]:
     url = f"http://127.0.0.1:{port}"
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     log_file = (home / "server.log").open("wb")
-    proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+    proc = subprocess.Popen(
         [binary, "server", "-dev", f"-dev-listen-address=127.0.0.1:{port}", f"-dev-root-token-id={ROOT_TOKEN}"],
         env=env,
         stdout=log_file,
