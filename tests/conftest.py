@@ -1,0 +1,48 @@
+"""Root fixtures. Heavy real components are session-scoped and loaded once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from docquery.settings import Settings  # noqa: E402
+from tests.fakes import HashEmbedder  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _clean_docquery_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never inherit a developer's DOCQUERY_* environment."""
+    for name in list(os.environ):
+        if name.startswith("DOCQUERY_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def secrets_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "secrets"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def settings(tmp_path: Path, secrets_dir: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", secrets_dir=secrets_dir)
+
+
+@pytest.fixture
+def hash_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> Iterator[object]:
+    """The real bundled all-MiniLM-L6-v2 (about 5 s to load, once per session)."""
+    from docquery.adapters.local_embedder import LocalEmbedder
+
+    yield LocalEmbedder()
