@@ -1,0 +1,136 @@
+"""Shared helpers for the DocQuery checkov policies (not a check itself).
+
+Every pod-bearing kind, including the LeaderWorkerSet CRD that checkov's own
+checks do not understand, is reduced to a list of ``PodTemplate`` views so that
+each rule is written once against a pod spec.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+POD_KINDS = (
+    "Pod",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "LeaderWorkerSet",
+)
+
+VAULT = "vault.hashicorp.com/"
+DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
+# A variable whose name says it holds a credential. Names that only point at
+# one (…_DIR, …_FILE, …_PATH, …_URL) are fine: secrets are files.
+SECRET_ENV_RE = re.compile(
+    r"(^|_)(API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|AUTH)(_|$)"
+)
+POINTER_SUFFIX_RE = re.compile(r"_(DIR|FILE|PATH|URL)$")
+ALLOWED_VOLUME_TYPES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+
+
+@dataclass
+class PodTemplate:
+    kind: str
+    where: str  # e.g. "spec/template" or "spec/leaderWorkerTemplate/workerTemplate"
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in (self.metadata.get("annotations") or {}).items()}
+
+    def containers(self) -> Iterator[dict[str, Any]]:
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            for container in self.spec.get(key) or []:
+                if isinstance(container, dict):
+                    yield container
+
+    def volumes(self) -> list[dict[str, Any]]:
+        return [v for v in self.spec.get("volumes") or [] if isinstance(v, dict)]
+
+
+def _first(value: Any) -> Any:
+    # checkov wraps some scalars in single-item lists; accept both shapes.
+    if isinstance(value, list) and len(value) == 1:
+        return value[0]
+    return value
+
+
+def pod_templates(conf: dict[str, Any]) -> list[PodTemplate]:
+    kind = _first(conf.get("kind"))
+    spec = conf.get("spec") or {}
+    found: list[tuple[str, Any]] = []
+    if kind == "Pod":
+        found.append(("", {"metadata": conf.get("metadata") or {}, "spec": spec}))
+    elif kind == "CronJob":
+        found.append(("spec/jobTemplate/spec/template", ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")))
+    elif kind == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        found.append(("spec/leaderWorkerTemplate/leaderTemplate", lwt.get("leaderTemplate")))
+        found.append(("spec/leaderWorkerTemplate/workerTemplate", lwt.get("workerTemplate")))
+    else:
+        found.append(("spec/template", spec.get("template")))
+    return [
+        PodTemplate(kind=str(kind), where=where, metadata=t.get("metadata") or {}, spec=t.get("spec") or {})
+        for where, t in found
+        if isinstance(t, dict)
+    ]
+
+
+def is_secret_like_env(name: str) -> bool:
+    upper = name.upper()
+    return bool(SECRET_ENV_RE.search(upper)) and not POINTER_SUFFIX_RE.search(upper)
+
+
+def vault_injects(pod: PodTemplate) -> bool:
+    return pod.annotations.get(VAULT + "agent-inject") == "true"
+
+
+def uses_secrets(pod: PodTemplate) -> bool:
+    """True when the pod consumes secret files (and so needs Vault to render them)."""
+    if any(k.startswith(VAULT + "agent-inject-secret-") for k in pod.annotations):
+        return True
+    for c in pod.containers():
+        for e in c.get("env") or []:
+            if isinstance(e, dict) and e.get("name") == "DOCQUERY_SECRETS_DIR":
+                return True
+        for m in c.get("volumeMounts") or []:
+            if isinstance(m, dict) and str(m.get("mountPath", "")).startswith("/vault/secrets"):
+                return True
+        for arg in list(c.get("args") or []) + list(c.get("command") or []):
+            if "/vault/secrets" in str(arg):
+                return True
+    return False
+
+
+def projected_token_volumes(pod: PodTemplate) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for v in pod.volumes():
+        for src in (v.get("projected") or {}).get("sources") or []:
+            if isinstance(src, dict) and "serviceAccountToken" in src:
+                out.append((str(v.get("name")), src["serviceAccountToken"] or {}))
+    return out
+
+
+def requests_gpu(pod: PodTemplate) -> bool:
+    if pod.spec.get("resourceClaims"):
+        return True
+    for c in pod.containers():
+        res = c.get("resources") or {}
+        for section in ("requests", "limits"):
+            if any("gpu" in str(k) for k in (res.get(section) or {})):
+                return True
+    return False
