@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -245,10 +245,18 @@ class Settings(BaseSettings):
             _ProfileAwareSecretsSource(settings_cls, secrets_dir),
         )
 
-    @model_validator(mode="after")
-    def _prod_requires_real_secrets(self) -> Settings:
+    def __init__(self, **values: Any) -> None:
+        # pydantic's ValidationError text embeds the offending input, which may be a
+        # secret: translate it into locations and reasons only.
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+        self._prod_requires_real_secrets()
+
+    def _prod_requires_real_secrets(self) -> None:
         if self.profile != Profile.PROD:
-            return self
+            return
         required: list[tuple[str, SecretStr | None]] = []
         if self.llm.base_url:
             required.append(("llm-api-key", self.llm.api_key))
@@ -262,11 +270,15 @@ class Settings(BaseSettings):
                     f"the prod profile needs the secret file {filename!r} in the secrets dir "
                     f"(missing, empty or a placeholder)"
                 )
-        return self
 
     @property
     def is_prod(self) -> bool:
         return self.profile == Profile.PROD
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = [f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()]
+    return "invalid settings: " + "; ".join(problems)
 
 
 def load_settings(**overrides: Any) -> Settings:
