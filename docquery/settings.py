@@ -100,7 +100,7 @@ class RetrievalSettings(BaseModel):
     dense_weight: float = Field(default=1.0, ge=0.0)
     sparse_weight: float = Field(default=1.0, ge=0.0)
     # Dense cosine below this means "not in the documents" (refusal, no citations).
-    min_dense_score: float = Field(default=0.25, ge=-1.0, le=1.0)
+    min_dense_score: float = Field(default=0.30, ge=-1.0, le=1.0)
 
 
 class AuthSettings(BaseModel):
