@@ -58,7 +58,12 @@ log = logging.getLogger(__name__)
 # Token format markers, not credentials.
 TOKEN_PREFIX = "dqenc"  # noqa: S105
 TOKEN_VERSION = "v1"  # noqa: S105
-# Meta point payload field holding {key_id: wrapped_key}; the lead may move it to collection.Key.
+# Meta point payload: one top-level field per data key, "wrapped_key:<key_id>" -> "vault:vN:...".
+# Flat fields because the meta point is updated with set_payload, which merges top-level
+# keys: concurrent ingest shards each add their own key and can never overwrite another's
+# (a lost wrapped key would make its chunks unreadable forever).
+WRAPPED_KEY_FIELD_PREFIX = "wrapped_key:"
+# Also accepted when reading: one object field {key_id: wrapped}.
 WRAPPED_KEYS_FIELD = "wrapped_keys"
 
 _NONCE_BYTES = 12
@@ -111,6 +116,22 @@ def parse_key_map(value: Any) -> dict[str, str]:
             raise CryptoError(f"{WRAPPED_KEYS_FIELD} entry {key_id} does not match its key version")
         out[key_id] = wrapped
     return out
+
+
+def meta_fields_for(record: WrappedKey) -> dict[str, str]:
+    """The meta point fields that store ``record`` (merge them with set_payload)."""
+    return {f"{WRAPPED_KEY_FIELD_PREFIX}{record.key_id}": record.wrapped}
+
+
+def key_map_from_meta(meta: Mapping[str, Any] | None) -> dict[str, str]:
+    """All wrapped keys stored in a meta point payload, validated."""
+    if not meta:
+        return {}
+    found: dict[str, Any] = dict(meta.get(WRAPPED_KEYS_FIELD) or {})
+    for field, value in meta.items():
+        if isinstance(field, str) and field.startswith(WRAPPED_KEY_FIELD_PREFIX):
+            found[field.removeprefix(WRAPPED_KEY_FIELD_PREFIX)] = value
+    return parse_key_map(found)
 
 
 class DataKeyService(Protocol):

@@ -200,7 +200,7 @@ class VaultSession:
                     raise VaultError(operation, 403) from None
                 self._do_login()
                 self.stats.relogins_after_denied += 1
-        except (hvac_exc.VaultError, OSError) as exc:
+        except (hvac_exc.VaultError, OSError) as exc:  # requests' errors are OSErrors
             raise VaultError(operation, _status(exc)) from None
         try:
             return fn(self._client)
@@ -292,6 +292,9 @@ class VaultSecretSource:
         self._aliases = aliases if aliases is not None else KV_ALIASES.get(self._path.rsplit("/", 1)[-1], {})
         self._clock = clock
         self._lock = threading.Lock()
+        # One fetch at a time: when the cache expires under load, one thread asks
+        # Vault and the others wait for its answer instead of all asking at once.
+        self._fetch_lock = threading.Lock()
         self._cache: dict[str, _KvEntry | None] = {}
         self._fetched: dict[str, float] = {}
 
@@ -346,14 +349,18 @@ class VaultSecretSource:
         with self._lock:
             if name in self._fetched and now - self._fetched[name] < self._refresh:
                 return self._cache[name]
-        entry = self._fetch(key, now)
-        with self._lock:
-            old = self._cache.get(name)
-            if old is not None and entry is not None and old.version == entry.version:
-                entry = old  # keep the parse cache of an unchanged version
-            self._cache[name] = entry
-            self._fetched[name] = now
-        return entry
+        with self._fetch_lock:
+            with self._lock:
+                if name in self._fetched and now - self._fetched[name] < self._refresh:
+                    return self._cache[name]
+            entry = self._fetch(key, now)
+            with self._lock:
+                old = self._cache.get(name)
+                if old is not None and entry is not None and old.version == entry.version:
+                    entry = old  # keep the parse cache of an unchanged version
+                self._cache[name] = entry
+                self._fetched[name] = now
+            return entry
 
     def _fetch(self, key: str, now: float) -> _KvEntry | None:
         path = f"{self._path}/{key}"

@@ -15,13 +15,13 @@ import pytest
 from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams, Point, UpdateOperation
 
 from docquery.crypto import (
-    WRAPPED_KEYS_FIELD,
     CryptoError,
     EnvelopeCipher,
     KeyUnavailableError,
     TransitDataKeys,
     WrappedKey,
-    parse_key_map,
+    key_map_from_meta,
+    meta_fields_for,
     rotate_transit_key,
 )
 from docquery.vault import Login, VaultSession
@@ -113,14 +113,19 @@ def test_plaintext_key_cached_for_a_bounded_time(bao: Bao) -> None:
 def test_qdrant_storage_holds_no_plaintext(bao: Bao, tmp_path: Path) -> None:
     canary = f"CANARY-{uuid.uuid4().hex}"
     control = f"CONTROL-{uuid.uuid4().hex}"
-    store = KeyStore()
-    ingest = _ingest_cipher(bao, store)
     shard_dir = tmp_path / "shard"
     shard_dir.mkdir()
-    shard = EdgeShard.create(
-        str(shard_dir), EdgeConfig(vectors={"dense": EdgeVectorParams(size=4, distance=Distance.Cosine)})
-    )
-    secret_id, control_id = uuid.uuid4(), uuid.uuid4()
+    config = EdgeConfig(vectors={"dense": EdgeVectorParams(size=4, distance=Distance.Cosine)})
+    shard = EdgeShard.create(str(shard_dir), config)
+    meta = Point(id=META_ID, vector={"dense": [1.0, 0.0, 0.0, 0.0]}, payload={"kind": "meta"})
+    shard.update(UpdateOperation.upsert_points([meta]))
+
+    def store_with_collection(record: WrappedKey) -> None:
+        # What the index adapter's update_meta does: merge fields with set_payload.
+        shard.update(UpdateOperation.set_payload([META_ID], meta_fields_for(record)))
+
+    ingest = EnvelopeCipher(TransitDataKeys(_session(bao, "ingest")), on_new_key=store_with_collection)
+    secret_id, control_id, later_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     points = [
         Point(
             id=secret_id,
@@ -130,13 +135,13 @@ def test_qdrant_storage_holds_no_plaintext(bao: Bao, tmp_path: Path) -> None:
         # Positive control: an unencrypted payload must be found by the same scan,
         # or the scan proves nothing (e.g. if storage compressed payloads).
         Point(id=control_id, vector={"dense": [0.4, 0.3, 0.2, 0.1]}, payload={"kind": "chunk", "text": control}),
-        Point(
-            id=META_ID,
-            vector={"dense": [1.0, 0.0, 0.0, 0.0]},
-            payload={"kind": "meta", WRAPPED_KEYS_FIELD: store.load()},
-        ),
     ]
     shard.update(UpdateOperation.upsert_points(points))
+    ingest.rotate_data_key()  # a second key merges into the meta point without replacing the first
+    later = Point(
+        id=later_id, vector={"dense": [0.2, 0.2, 0.2, 0.2]}, payload={"text": ingest.encrypt(canary, aad=str(later_id))}
+    )
+    shard.update(UpdateOperation.upsert_points([later]))
     shard.flush()
     shard.close()
 
@@ -146,16 +151,19 @@ def test_qdrant_storage_holds_no_plaintext(bao: Bao, tmp_path: Path) -> None:
     assert control.encode() in raw
     assert canary.encode() not in raw
     assert canary.encode("utf-16-le") not in raw
+    assert b"vault:v" in raw  # only the wrapped keys are stored with the collection
 
     # Query reopens the collection, loads the wrapped keys from the meta point, decrypts.
     shard = EdgeShard.load(str(shard_dir))
     try:
-        meta = shard.retrieve([META_ID], with_payload=True, with_vector=False)[0].payload
-        chunk = shard.retrieve([secret_id], with_payload=True, with_vector=False)[0].payload
+        stored = shard.retrieve([META_ID], with_payload=True, with_vector=False)[0].payload
+        chunks = shard.retrieve([secret_id, later_id], with_payload=True, with_vector=False)
     finally:
         shard.close()
-    query = _query_cipher(bao, lambda: parse_key_map(meta[WRAPPED_KEYS_FIELD]))
-    assert query.decrypt(chunk["text"], aad=str(secret_id)) == canary
+    assert len(key_map_from_meta(stored)) == 2
+    query = _query_cipher(bao, lambda: key_map_from_meta(stored))
+    for record in chunks:
+        assert query.decrypt(record.payload["text"], aad=str(record.id)) == canary
 
 
 def test_key_rotation_old_chunks_stay_readable(bao: Bao, tmp_path: Path) -> None:

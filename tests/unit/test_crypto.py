@@ -19,6 +19,8 @@ from docquery.crypto import (
     KeyUnavailableError,
     WrappedKey,
     build_envelope_cipher,
+    key_map_from_meta,
+    meta_fields_for,
     parse_key_map,
 )
 from docquery.secrets import SecretsError
@@ -250,3 +252,15 @@ def test_factory() -> None:
     assert build_envelope_cipher(Settings()) is None
     with pytest.raises(SecretsError, match="VAULT__URL"):
         build_envelope_cipher(Settings(encryption={"enabled": True}))
+
+
+def test_meta_point_fields_round_trip() -> None:
+    a = WrappedKey("v1-0123456789ab", "vault:v1:QUJD")
+    b = WrappedKey("v2-ba9876543210", "vault:v2:REVG")
+    meta = {"kind": "meta", "model_id": "m", **meta_fields_for(a), **meta_fields_for(b)}
+    assert meta_fields_for(a) == {"wrapped_key:v1-0123456789ab": "vault:v1:QUJD"}
+    assert key_map_from_meta(meta) == {a.key_id: a.wrapped, b.key_id: b.wrapped}
+    assert key_map_from_meta(None) == {}
+    assert key_map_from_meta({"wrapped_keys": {a.key_id: a.wrapped}}) == {a.key_id: a.wrapped}
+    with pytest.raises(CryptoError):
+        key_map_from_meta({"wrapped_key:v1-0123456789ab": "not-a-transit-ciphertext"})
