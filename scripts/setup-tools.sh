@@ -14,24 +14,37 @@ command -v "${PYTHON}" >/dev/null 2>&1 || PYTHON=python3
 CHECKOV_VERSION="3.3.30"
 NCA_VERSION="2.1.0"
 KVALIDATE_VERSION="1.37.0"
+# Parses the JMESPath expressions of the Kyverno policies (syntax only; no Kyverno CLI here).
+JMESPATH_VERSION="1.1.0"
 
-# install_tool <venv-name> <dist-name> <version> <binary>
+# install_tool <venv-name> <dist-name> <version> <binary> [extra pinned requirement...]
 install_tool() {
     local name="$1" dist="$2" version="$3" binary="$4"
+    shift 4
+    local extras=("$@")
     local venv="${TOOLS}/${name}"
     local installed=""
     if [[ -x "${venv}/bin/python" ]]; then
         # Captured first: `pip show | grep -q` under pipefail fails on SIGPIPE.
         installed="$("${venv}/bin/python" -m pip show "${dist}" 2>/dev/null || true)"
     fi
-    if [[ -x "${venv}/bin/${binary}" ]] && grep -qx "Version: ${version}" <<<"${installed}"; then
+    local extras_ok=1 req
+    for req in "${extras[@]}"; do
+        local shown=""
+        [[ -x "${venv}/bin/python" ]] && shown="$("${venv}/bin/python" -m pip show "${req%%==*}" 2>/dev/null || true)"
+        if ! grep -qx "Version: ${req##*==}" <<<"${shown}"; then
+            extras_ok=0
+        fi
+    done
+    if [[ -x "${venv}/bin/${binary}" ]] && [[ "${extras_ok}" -eq 1 ]] \
+        && grep -qx "Version: ${version}" <<<"${installed}"; then
         echo "setup-tools: ${dist}==${version} already in ${venv}"
         return 0
     fi
     echo "setup-tools: installing ${dist}==${version} into ${venv}"
     "${PYTHON}" -m venv "${venv}"
     "${venv}/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-    "${venv}/bin/python" -m pip install -q --disable-pip-version-check "${dist}==${version}"
+    "${venv}/bin/python" -m pip install -q --disable-pip-version-check "${dist}==${version}" "${extras[@]}"
     test -x "${venv}/bin/${binary}"
 }
 
@@ -40,7 +53,8 @@ install_tool checkov checkov "${CHECKOV_VERSION}" checkov &
 pid_checkov=$!
 install_tool nca network-config-analyzer "${NCA_VERSION}" nca &
 pid_nca=$!
-install_tool kubernetes-validate kubernetes-validate "${KVALIDATE_VERSION}" kubernetes-validate &
+install_tool kubernetes-validate kubernetes-validate "${KVALIDATE_VERSION}" kubernetes-validate \
+    "jmespath==${JMESPATH_VERSION}" &
 pid_kv=$!
 
 status=0
