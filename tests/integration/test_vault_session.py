@@ -105,18 +105,32 @@ def test_approle_login(bao: Bao, tmp_path: Path) -> None:
 
 
 def test_renewal_before_expiry(bao: Bao) -> None:
-    bao.add_jwt_role("short-renew", "docquery-vllm", "vllm", ttl="2s", max_ttl="30s")
-    session = _jwt_session(bao, "short-renew", "docquery-vllm", renew_fraction=0.6, expiry_margin_s=0.5)
-    source = VaultSecretSource(session, kv_path="docquery/vllm", refresh_s=0.0)
+    bao.add_jwt_role("short-renew", "docquery-vllm", "vllm", ttl="4s", max_ttl="30s")
+    now = [0.0]
+    session = _jwt_session(bao, "short-renew", "docquery-vllm", renew_fraction=0.5, clock=lambda: now[0])
+    source = VaultSecretSource(session, kv_path="docquery/vllm", refresh_s=0.0, clock=lambda: now[0])
     assert source.get_text("api-key") is not None
     token = session.client().token
-    time.sleep(1.0)  # 1 s of 2 s left: below 60 %, so the next use renews
+    now[0] = 2.5  # our clock: 1.5 s of 4 s left, below half, so the next use renews (server: ~4 s left)
     assert source.get_text("api-key") is not None
-    assert session.stats.renewals >= 1
-    assert session.stats.logins == 1
-    assert session.client().token == token  # same token, extended
-    ttl = bao.root().auth.token.lookup(token)["data"]["ttl"]
-    assert ttl >= 1
+    assert (session.stats.renewals, session.stats.logins) == (1, 1)
+    assert session.client().token == token  # the same token, extended on the server
+    lookup = bao.root().auth.token.lookup(token)["data"]
+    assert lookup["ttl"] >= 3
+    assert lookup["last_renewal_time"]
+
+
+def test_kubernetes_method_login_is_attempted(bao: Bao) -> None:
+    """The kubernetes method reaches Vault with the projected token; Vault's TokenReview
+    needs a kube-apiserver that cannot run here, so the answer is a denial (see conftest)."""
+    jwt_file = bao.write_sa_jwt("docquery-query")
+    session = VaultSession(
+        hvac.Client(url=bao.url), Login("kubernetes", role="docquery-query", credential_path=str(jwt_file))
+    )
+    with pytest.raises(VaultError) as err:
+        session.client()
+    assert err.value.operation == "login (kubernetes)"
+    assert err.value.status in (403, 500)
 
 
 def test_relogin_when_renewal_fails(bao: Bao) -> None:
