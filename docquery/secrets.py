@@ -27,6 +27,7 @@ Messages name the secret (file name, variable, Vault path), never its value.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -34,7 +35,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -99,7 +99,7 @@ class SecretSource(Protocol):
     def version(self, name: str) -> int | None: ...
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _FileVersion:
     """One observed version of a file. Immutable, so a reader keeps a consistent value."""
 
@@ -166,7 +166,7 @@ class FileSecretSource:
             with self._lock:
                 latest = self._files.get(name)
                 if latest is not None and latest.generation == current.generation:
-                    self._files[name] = _replace(latest, parsed=parsed)
+                    self._files[name] = dataclasses.replace(latest, parsed=parsed)
             return parsed
         return current.parsed
 
@@ -201,10 +201,10 @@ class FileSecretSource:
         stat_key = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
         unchanged = cached is not None and stat_key == cached.stat_key
         if unchanged and cached is not None and (stat_key is None or now - cached.read_at < self._full_reread):
-            return _replace(cached, checked_at=now)
+            return dataclasses.replace(cached, checked_at=now)
         content = None if st is None else self._read(path, name)
         if cached is not None and content == cached.content:
-            return _replace(cached, stat_key=stat_key, read_at=now, checked_at=now)
+            return dataclasses.replace(cached, stat_key=stat_key, read_at=now, checked_at=now)
         generation = 1 if cached is None else cached.generation + 1
         if cached is not None:
             # Names and generations only: the values never reach a log line.
@@ -219,19 +219,6 @@ class FileSecretSource:
             return None  # removed between stat and read
         except OSError as exc:
             raise SecretUnavailableError(f"cannot read secret file {name!r}: {exc.strerror}") from None
-
-
-def _replace(v: _FileVersion, **changes: Any) -> _FileVersion:
-    fields = {
-        "stat_key": v.stat_key,
-        "content": v.content,
-        "generation": v.generation,
-        "read_at": v.read_at,
-        "checked_at": v.checked_at,
-        "parsed": v.parsed,
-    }
-    fields.update(changes)
-    return _FileVersion(**fields)
 
 
 def env_var_for(name: str) -> str:

@@ -8,8 +8,9 @@ or when the server answers 403 to a token it considered valid a moment ago
 
 * ``kubernetes``: the projected service-account token (``vault.jwt_path``);
 * ``jwt``: the same file, validated by Vault's JWT auth method (keys/OIDC);
-* ``approle``: role id plus a secret id read from a file;
-* ``token``: a token read from a file (CLI/dev).
+* ``approle``: ``vault.role`` is the role id; the secret id is read from
+  ``<secrets_dir>/vault-approle-secret-id``;
+* ``token``: a token read from ``<secrets_dir>/vault-token`` (CLI/dev).
 
 Credentials are read from their files at each login, because the kubelet
 rotates projected tokens. Logs carry the auth method, role, TTLs and counts;
