@@ -63,9 +63,11 @@ class Generator(Protocol):
 class TextCipher(Protocol):
     """Encrypts chunk text at rest (envelope encryption). Ingest encrypts, query decrypts."""
 
-    def encrypt(self, plaintext: str) -> str: ...
+    # ``aad`` binds the ciphertext to its point (pass the point id): a ciphertext copied
+    # onto another point, e.g. one with a wider ACL, then fails instead of decrypting.
+    def encrypt(self, plaintext: str, *, aad: str = "") -> str: ...
 
-    def decrypt(self, token: str) -> str: ...
+    def decrypt(self, token: str, *, aad: str = "") -> str: ...
 
 
 class DocumentCatalog(Protocol):
