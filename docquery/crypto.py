@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from docquery.errors import DocQueryError
 from docquery.secrets import Clock, SecretsError
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ _KEY_ID_RE = re.compile(r"^v(\d{1,9})-[0-9a-f]{12}$")
 _WRAPPED_RE = re.compile(r"^vault:v(\d{1,9}):[A-Za-z0-9+/=]+$")
 
 
-class CryptoError(RuntimeError):
+class CryptoError(DocQueryError):
     """Base of encryption-at-rest errors."""
 
 

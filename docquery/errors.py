@@ -5,9 +5,14 @@
      ├── VectorIndexError       a Qdrant operation failed (operation name, never payload text)
      │    └── ModelMismatchError  (docquery.collection) collection built with another model
      ├── EmbedderError          the embedder failed or returned the wrong shape
-     └── GeneratorError         the LLM call failed (operation, HTTP status)
-          ├── GeneratorUnavailable  down, refused, timed out
-          └── GeneratorOverloaded   too many calls in flight, or upstream 429/503
+     ├── GeneratorError         the LLM call failed (operation, HTTP status)
+     │    ├── GeneratorUnavailable  down, refused, timed out
+     │    └── GeneratorOverloaded   too many calls in flight, or upstream 429/503
+     ├── SecretsError           (docquery.secrets) a secret is missing, malformed or refused
+     │    └── VaultError          (docquery.vault) login, renewal or read failed
+     └── CryptoError            (docquery.crypto) envelope encryption
+          ├── DecryptionError     a token does not decrypt (tampered, moved, wrong key)
+          └── KeyUnavailableError Transit unreachable or denied
 
 Messages carry operations, statuses and counts. They never carry document text,
 question text, prompts, completions or secrets: ``str(exc)`` of an upstream

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
+from docquery.errors import DocQueryError
 from docquery.settings import ENV_PREFIX, SECRET_FILES, Profile
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MISSING = object()
 
 
-class SecretsError(RuntimeError):
+class SecretsError(DocQueryError):
     """Base of every error raised by a secret source."""
 
 

@@ -155,10 +155,28 @@ def build_embedder(settings: Settings) -> Embedder:
     return EMBEDDERS[settings.embedder.kind](settings, lambda: settings.embedder.api_key)
 
 
-def build_index(
-    settings: Settings, embedder: Embedder, *, collection: str | None = None, cipher: TextCipher | None = None
-) -> IndexAdapter:
-    return INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, cipher)
+def build_index(settings: Settings, embedder: Embedder, *, collection: str | None = None) -> IndexAdapter:
+    """Open (or create) the collection; wire envelope encryption when it is on.
+
+    The wrapped data keys live in the collection's meta point, so the cipher is
+    attached after the index is open: ingest records each new wrapped key there
+    before its first ciphertext is written; the query side reads them back.
+    """
+    index = INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, None)
+    if settings.encryption.enabled:
+        from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
+
+        try:
+            cipher = build_envelope_cipher(
+                settings,
+                on_new_key=lambda record: index.update_meta(meta_fields_for(record)),
+                key_map=lambda: key_map_from_meta(index.read_meta()),
+            )
+        except Exception:
+            index.close()
+            raise
+        index.set_cipher(cipher)
+    return index
 
 
 def build_components(

@@ -12,7 +12,9 @@ from docquery.ports import TextCipher
 
 def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, Any]:
     c = item.chunk
-    text = cipher.encrypt(c.text) if cipher is not None else c.text
+    # aad binds the ciphertext to its point: copied onto another point (say, one
+    # with a wider ACL) it no longer decrypts.
+    text = cipher.encrypt(c.text, aad=c.id) if cipher is not None else c.text
     return {
         Key.KIND: Kind.CHUNK.value,
         Key.DOC_ID: c.doc_id,
@@ -32,7 +34,7 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
 def chunk_from_payload(point_id: object, payload: Mapping[str, Any], cipher: TextCipher | None) -> Chunk:
     text = str(payload.get(Key.TEXT, ""))
     if cipher is not None:
-        text = cipher.decrypt(text)
+        text = cipher.decrypt(text, aad=str(point_id))
     page = payload.get(Key.PAGE)
     return Chunk(
         id=str(point_id),
