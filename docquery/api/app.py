@@ -1,22 +1,62 @@
-"""App factory. Components are built in the lifespan (or passed in by tests)."""
+"""App factory. Components are built in the lifespan (or passed in by tests).
+
+``create_app`` wires, per app (no module-level singletons): the
+authenticator (API keys + JWKS through the secret source), the rate limiter,
+a Prometheus registry, the audit chain, the error envelope and the
+middleware stack::
+
+    RequestMiddleware (request id, metrics, audit, access log, last-resort 500)
+     -> BodyLimitMiddleware (413 on the bytes received)
+       -> FastAPI (auth, role and rate-limit dependencies, routes, error handlers)
+
+The prod profile refuses to build an app without an auth configuration.
+"""
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from docquery.api import routes
+from docquery.api.audit import AuditLog
+from docquery.api.auth import Authenticator
+from docquery.api.errors import install_error_handlers
+from docquery.api.limits import BodyLimitMiddleware, RateLimiter
+from docquery.api.metrics import Metrics
+from docquery.api.middleware import RequestMiddleware
+from docquery.errors import ConfigError
+from docquery.secrets import SecretSource, build_secret_source
 from docquery.settings import Settings
 from docquery.wiring import Components, build_components
 
 ComponentsFactory = Callable[[Settings], Components]
+log = logging.getLogger("docquery.api")
+
+AUTH_REQUIRED_MESSAGE = (
+    "the prod profile refuses to start without authentication: put api-keys.json in the "
+    "secrets dir, or jwks.json there with DOCQUERY_AUTH__JWT_ISSUER and DOCQUERY_AUTH__JWT_AUDIENCE set"
+)
 
 
 def create_app(
-    settings: Settings, *, components: Components | None = None, factory: ComponentsFactory | None = None
+    settings: Settings,
+    *,
+    components: Components | None = None,
+    factory: ComponentsFactory | None = None,
+    secrets: SecretSource | None = None,
 ) -> FastAPI:
+    source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
+    auth = Authenticator(settings.auth, source)
+    if not auth.configured():
+        if settings.is_prod:
+            raise ConfigError(AUTH_REQUIRED_MESSAGE)
+        # Fail closed in dev too: with no credentials configured every request is a 401.
+        log.warning("no API keys or JWKS configured: every request will be refused (401)")
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = components or (factory or build_components)(settings)
@@ -24,10 +64,32 @@ def create_app(
         try:
             yield
         finally:
+            app.state.components = None
             if components is None:
+                closer = getattr(built.generator, "aclose", None)
+                if closer is not None and inspect.iscoroutinefunction(closer):
+                    await closer()
                 built.close()
 
-    app = FastAPI(title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="DocQuery",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        # The schema is for development and fuzzing; prod does not advertise it.
+        openapi_url=None if settings.is_prod else "/openapi.json",
+    )
+    metrics = Metrics()
+    audit = AuditLog()
     app.state.settings = settings
+    app.state.components = components
+    app.state.auth = auth
+    app.state.metrics = metrics
+    app.state.audit = audit
+    app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
+    install_error_handlers(app)
     app.include_router(routes.router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
+    app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

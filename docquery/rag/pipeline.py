@@ -8,8 +8,9 @@ embed question (off the event loop) -> ACL-filtered search inside the index
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
@@ -21,7 +22,31 @@ from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 @dataclass(frozen=True)
 class RetrievalConfig:
     mode: SearchMode = "hybrid"
-    min_dense_score: float = 0.25
+    min_dense_score: float = 0.30
+
+
+@dataclass
+class Trace:
+    """Per-request timings and ids, filled in by the pipeline for metrics, audit and Server-Timing.
+
+    Only ids, counts and durations: never question, chunk or answer text.
+    """
+
+    embed_s: float = 0.0
+    search_s: float = 0.0
+    llm_ttft_s: float | None = None
+    llm_total_s: float | None = None
+    deltas: int = 0
+    refused: bool = False
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return list(dict.fromkeys(h.chunk.doc_id for h in self.hits))
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return [h.chunk.id for h in self.hits]
 
 
 @dataclass(frozen=True)
@@ -46,17 +71,24 @@ class RagPipeline:
         self.sanitizer = sanitizer
         self.retrieval = retrieval
 
-    async def search(self, question: str, principal: Principal, top_k: int) -> list[Hit]:
+    async def search(self, question: str, principal: Principal, top_k: int, *, trace: Trace | None = None) -> list[Hit]:
         """ACL-filtered hits. The filter comes from the verified principal only."""
         acl: AclFilter = principal.acl()
         if acl.allows_nothing:
             return []
         mode = self.retrieval.mode
         dense = None
+        t0 = time.perf_counter()
         if mode != "sparse":
             # Embedding is CPU-bound: run it off the event loop.
             dense = (await asyncio.to_thread(self.embedder.embed, [question], query=True))[0]
-        return await asyncio.to_thread(self.index.search, dense=dense, text=question, acl=acl, limit=top_k, mode=mode)
+        t1 = time.perf_counter()
+        hits = await asyncio.to_thread(self.index.search, dense=dense, text=question, acl=acl, limit=top_k, mode=mode)
+        if trace is not None:
+            trace.embed_s += t1 - t0
+            trace.search_s += time.perf_counter() - t1
+            trace.hits = list(hits)
+        return hits
 
     def relevant(self, hits: list[Hit]) -> list[Hit]:
         floor = self.retrieval.min_dense_score
@@ -68,12 +100,20 @@ class RagPipeline:
             for c in citations
         ]
 
-    async def answer(self, question: str, principal: Principal, top_k: int, request_id: str) -> Answer:
-        hits = self.relevant(await self.search(question, principal, top_k))
+    async def answer(
+        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
+    ) -> Answer:
+        trace = trace if trace is not None else Trace()
+        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        trace.hits = hits
         if not hits:
+            trace.refused = True
             return self._refusal(request_id)
         prompt = build_prompt(question, hits)
+        t0 = time.perf_counter()
         text = await self.generator.complete(prompt)
+        trace.llm_total_s = trace.llm_ttft_s = time.perf_counter() - t0
+        trace.deltas = len(text.split())
         text = self.sanitizer(drop_invented_citations(text, len(hits)))
         return Answer(
             answer=text,
@@ -84,10 +124,13 @@ class RagPipeline:
         )
 
     async def answer_stream(
-        self, question: str, principal: Principal, top_k: int, request_id: str
+        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
     ) -> AsyncIterator[StreamEvent]:
-        hits = self.relevant(await self.search(question, principal, top_k))
+        trace = trace if trace is not None else Trace()
+        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        trace.hits = hits
         if not hits:
+            trace.refused = True
             refusal = self._refusal(request_id)
             yield StreamEvent("citations", {"citations": []})
             yield StreamEvent("delta", {"text": refusal.answer})
@@ -97,10 +140,15 @@ class RagPipeline:
         yield StreamEvent("citations", {"citations": [c.model_dump() for c in citations]})
         stream = StreamSanitizer(self.sanitizer)
         cites = _CitationFilter(len(hits))
+        t0 = time.perf_counter()
         async for delta in self.generator.stream(build_prompt(question, hits)):
+            if trace.llm_ttft_s is None:
+                trace.llm_ttft_s = time.perf_counter() - t0
+            trace.deltas += 1
             safe = stream.feed(cites.feed(delta))
             if safe:
                 yield StreamEvent("delta", {"text": safe})
+        trace.llm_total_s = time.perf_counter() - t0
         tail = stream.feed(cites.flush()) + stream.flush()
         if tail:
             yield StreamEvent("delta", {"text": tail})

@@ -1,0 +1,147 @@
+"""Request limits: body size (413), per-principal rate limit (429), input bounds (422).
+
+The body limit is enforced on the bytes actually received, chunk by chunk,
+not on ``Content-Length`` alone: a chunked upload has no length, and a lying
+length must not let a client stream megabytes into the JSON parser.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from docquery.api.errors import ApiError, envelope, request_id_of
+from docquery.settings import Settings
+
+Clock = Callable[[], float]
+
+
+class BodyLimitMiddleware:
+    """Pure ASGI: reads the body up to ``max_bytes`` and replays it; beyond that, 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await _send_error(scope, send, 413, "request body too large")
+            return
+        if declared == -1:
+            await _send_error(scope, send, 400, "invalid Content-Length")
+            return
+        messages: list[Message] = []
+        total = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            total += len(message.get("body", b""))
+            if total > self.max_bytes:
+                await _send_error(scope, send, 413, "request body too large")
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                n = int(value)
+            except ValueError:
+                return -1
+            return n if n >= 0 else -1
+    return None
+
+
+async def _send_error(scope: Scope, send: Send, status: int, message: str) -> None:
+    ctx = (scope.get("state") or {}).get("ctx")
+    if ctx is not None:
+        ctx.outcome = "rejected"
+    body = json.dumps(envelope(status, message, request_id_of(scope))).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RateLimiter:
+    """Token bucket per principal: ``per_minute`` sustained, ``burst`` at once.
+
+    Keyed by the verified principal id (after auth), so one caller cannot
+    starve the others. Bounded memory: the least recently used buckets are
+    dropped beyond ``max_keys`` (a dropped bucket restarts full, which only
+    ever errs towards admitting).
+    """
+
+    def __init__(self, per_minute: int, burst: int, *, clock: Clock = time.monotonic, max_keys: int = 100_000) -> None:
+        self._rate = per_minute / 60.0
+        self._burst = float(burst)
+        self._clock = clock
+        self._max_keys = max_keys
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float | None:
+        """Spend one token. None when admitted, else seconds until a token is available."""
+        now = self._clock()
+        with self._lock:
+            tokens, last = self._buckets.pop(key, (self._burst, now))
+            tokens = min(self._burst, tokens + (now - last) * self._rate)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                wait = None
+            else:
+                self._buckets[key] = (tokens, now)
+                wait = (1.0 - tokens) / self._rate
+            while len(self._buckets) > self._max_keys:
+                self._buckets.popitem(last=False)
+        return wait
+
+
+def rate_limited(wait_s: float) -> ApiError:
+    return ApiError(429, "rate limit exceeded", headers={"Retry-After": str(max(1, math.ceil(wait_s)))})
+
+
+def check_question(text: str, settings: Settings, field: str = "question") -> str:
+    """The question/query bounds; 422 names the field and the bound, never the value."""
+    stripped = text.strip()
+    if not stripped:
+        raise ApiError(422, f"invalid request: {field}: must not be blank")
+    limit = settings.api.max_question_chars
+    if len(stripped) > limit:
+        raise ApiError(422, f"invalid request: {field}: longer than {limit} characters")
+    return stripped
+
+
+def check_top_k(top_k: int | None, settings: Settings, default: int | None = None) -> int:
+    value = top_k if top_k is not None else (default or settings.retrieval.top_k)
+    high = settings.retrieval.max_top_k
+    if value < 1 or value > high:
+        raise ApiError(422, f"invalid request: top_k: must be between 1 and {high}")
+    return value

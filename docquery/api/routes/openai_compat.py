@@ -1,0 +1,139 @@
+"""OpenAI-compatible facade: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+Existing OpenAI clients and chat UIs can use DocQuery as a model. The answer
+comes from the same RAG pipeline (same ACL filter, threshold, sanitiser),
+asked with the last user message; earlier turns are not sent to retrieval or
+the LLM, so a conversation cannot smuggle text past the prompt's data fence.
+Sources are appended to the content (for UIs) and given as ``citations``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from docquery.api.context import RequestContext
+from docquery.api.deps import ComponentsDep, CtxDep, QueryPrincipal, SettingsDep
+from docquery.api.errors import ApiError, translate
+from docquery.api.limits import check_question, check_top_k
+from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
+from docquery.api.sse import STREAM_HEADERS, prime, sse_data
+from docquery.domain import Citation
+from docquery.rag.pipeline import StreamEvent
+from docquery.rag.sanitize import Sanitizer
+
+log = logging.getLogger("docquery.api")
+router = APIRouter(prefix="/v1")
+
+MODEL_ID = "docquery"
+
+
+@router.get("/models", response_model=ModelList)
+async def models(principal: QueryPrincipal) -> ModelList:
+    return ModelList(data=[ModelCard(id=MODEL_ID)])
+
+
+def _question(body: ChatCompletionRequest) -> str:
+    for message in reversed(body.messages):
+        if message.role == "user":
+            return message.text()
+    raise ApiError(422, "invalid request: messages: no user message")
+
+
+def sources_footer(citations: list[Citation], sanitizer: Sanitizer) -> str:
+    if not citations:
+        return ""
+    lines = [f"[{c.id}] {c.title or c.source} ({c.source})" for c in citations]
+    return sanitizer("\n\nSources:\n" + "\n".join(lines))
+
+
+@router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
+async def chat_completions(
+    body: ChatCompletionRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
+) -> Any:
+    question = check_question(_question(body), settings, field="messages")
+    top_k = check_top_k(None, settings)
+    trace = ctx.use_trace()
+    cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
+    if not body.stream:
+        answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+        ctx.outcome = "refused" if trace.refused else "answered"
+        content = answer.answer + sources_footer(answer.citations, c.pipeline.sanitizer)
+        return JSONResponse(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "citations": [x.model_dump() for x in answer.citations],
+                "mode": answer.mode,
+                "request_id": ctx.request_id,
+            }
+        )
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    head = await prime(events)
+    ctx.outcome = "refused" if trace.refused else "answered"
+    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, sanitizer=c.pipeline.sanitizer)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+def _chunk(cid: str, created: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+async def _chunks(
+    head: list[StreamEvent],
+    *,
+    events: AsyncIterator[StreamEvent],
+    ctx: RequestContext,
+    cid: str,
+    created: int,
+    sanitizer: Sanitizer,
+) -> AsyncIterator[bytes]:
+    citations: list[Citation] = []
+    try:
+        yield sse_data(_chunk(cid, created, {"role": "assistant", "content": ""}))
+        async for ev in _all(head, events):
+            if ev.event == "citations":
+                citations = [Citation.model_validate(x) for x in ev.data["citations"]]
+                yield sse_data(_chunk(cid, created, {}, citations=ev.data["citations"]))
+            elif ev.event == "delta":
+                yield sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
+            elif ev.event == "done":
+                footer = sources_footer(citations, sanitizer)
+                if footer:
+                    yield sse_data(_chunk(cid, created, {"content": footer}))
+                yield sse_data(_chunk(cid, created, {}, "stop"))
+        yield b"data: [DONE]\n\n"
+    except Exception as exc:
+        err = translate(exc)
+        log.warning("chat stream %s failed after start: %s", ctx.request_id, type(exc).__name__)
+        ctx.outcome = f"error:{err.type}"
+        yield sse_data({"error": {"type": err.type, "message": err.message, "request_id": ctx.request_id}})
+        yield b"data: [DONE]\n\n"
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _all(head: list[StreamEvent], events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    for ev in head:
+        yield ev
+    async for ev in events:
+        yield ev

@@ -1,0 +1,78 @@
+"""``POST /v1/query`` (JSON or SSE) and ``POST /v1/search`` (citations only)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from docquery.api.context import RequestContext
+from docquery.api.deps import ComponentsDep, CtxDep, QueryPrincipal, SettingsDep
+from docquery.api.errors import translate
+from docquery.api.limits import check_question, check_top_k
+from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
+from docquery.api.sse import STREAM_HEADERS, prime, sse
+from docquery.domain import Answer
+from docquery.rag.pipeline import StreamEvent
+from docquery.rag.prompting import citations_for
+
+log = logging.getLogger("docquery.api")
+router = APIRouter(prefix="/v1")
+
+_STREAM_DOC = {
+    200: {
+        "description": "JSON answer, or with stream=true an event stream: citations, delta..., done (or error)",
+        "content": {"text/event-stream": {}},
+    }
+}
+
+
+@router.post("/query", response_model=Answer, responses=_STREAM_DOC)  # type: ignore[arg-type]
+async def query(
+    body: QueryRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
+) -> Answer | StreamingResponse:
+    question = check_question(body.question, settings)
+    top_k = check_top_k(body.top_k, settings)
+    trace = ctx.use_trace()
+    if not body.stream:
+        answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+        ctx.outcome = "refused" if trace.refused else "answered"
+        return answer
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    head = await prime(events)
+    ctx.outcome = "refused" if trace.refused else "answered"
+    return StreamingResponse(_stream_body(head, events, ctx), media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+async def _stream_body(
+    head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext
+) -> AsyncIterator[bytes]:
+    try:
+        for ev in head:
+            yield sse(ev.event, ev.data)
+        async for ev in events:
+            yield sse(ev.event, ev.data)
+    except Exception as exc:
+        err = translate(exc)
+        log.warning("stream %s failed after start: %s", ctx.request_id, type(exc).__name__)
+        ctx.outcome = f"error:{err.type}"
+        yield sse("error", {"error": {"type": err.type, "message": err.message, "request_id": ctx.request_id}})
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+@router.post("/search", response_model=SearchResponse)
+async def search(
+    body: SearchRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
+) -> SearchResponse:
+    text = check_question(body.query, settings, field="query")
+    top_k = check_top_k(body.top_k, settings, default=10)
+    trace = ctx.use_trace()
+    hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
+    trace.hits = hits
+    ctx.outcome = "found" if hits else "empty"
+    return SearchResponse(citations=c.pipeline.sanitize_citations(citations_for(hits)), request_id=ctx.request_id)
