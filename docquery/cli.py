@@ -59,7 +59,13 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from docquery.api.app import create_app
 
+    # Raises ConfigError (exit 2) in the prod profile when no auth is configured.
     app = create_app(settings)
+    if settings.metrics_port:
+        from docquery.api.metrics import start_metrics_server
+
+        # Its own port, so a NetworkPolicy can open metrics to monitoring only.
+        start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
     # access_log off: uvicorn's access lines carry query strings; our audit log has what is needed.
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level=settings.log_level.lower())
     return EXIT_OK
