@@ -1,49 +1,91 @@
-"""``docquery ingest``: registered into the docquery CLI through an entry point."""
+"""``docquery ingest``: registered into the docquery CLI through the ``docquery.commands`` entry point.
+
+Exit codes (CONTRACT.md): 0 every file indexed or unchanged; 1 some files failed
+(the others are indexed, the failures listed) or the run stopped on an index
+error; 2 usage or configuration error, with nothing written.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from docquery.collection import PUBLIC_GROUP
 from docquery.settings import Settings
+from ingest.acl import parse_groups
+from ingest.discover import Filters, parse_shard
+from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
+from ingest.progress import make_progress
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("ingest")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("ingest", help="chunk, embed and index documents")
+    p = sub.add_parser(
+        "ingest",
+        help="chunk, embed and index documents",
+        description="Index files (txt, md, html, pdf, docx). PATH may be a file or a folder (walked recursively). "
+        "ACLs come from .docquery-acl.yaml files in the folders, else from --groups/--public.",
+    )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     acl = p.add_mutually_exclusive_group()
-    acl.add_argument("--groups", default=None, help="ACL groups for every document, comma-separated")
-    acl.add_argument("--public", action="store_true", help="mark documents readable by every authenticated caller")
+    acl.add_argument("--groups", default=None, help="groups for documents no .docquery-acl.yaml covers (G1,G2)")
+    acl.add_argument("--public", action="store_true", help="documents no ACL file covers are public")
     p.add_argument("--collection", default=None)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only matching files (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files (repeatable)")
+    p.add_argument("--delete-missing", action="store_true", help="remove documents under PATH whose files are gone")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    p.add_argument("--shard", default=None, metavar="I/N", help="index only shard I of N (by relative path hash)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(handler=_run)
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
-    groups = tuple(sorted({g.strip() for g in (args.groups or "").split(",") if g.strip()}))
+def options_from_args(args: argparse.Namespace) -> IngestOptions:
+    """Raises UsageError for bad flags."""
     if args.public:
-        groups = (PUBLIC_GROUP,)
-    if not groups:
-        sys.stderr.write("docquery ingest: --groups or --public is required (no ACL, no ingest)\n")
+        groups: tuple[str, ...] | None = (PUBLIC_GROUP,)
+        origin = "--public"
+    elif args.groups is not None:
+        groups, origin = parse_groups(args.groups), "--groups"
+    else:
+        groups, origin = None, ""
+    return IngestOptions(
+        paths=tuple(args.paths),
+        groups=groups,
+        acl_origin=origin,
+        collection=args.collection,
+        filters=Filters(include=tuple(args.include), exclude=tuple(args.exclude)),
+        delete_missing=args.delete_missing,
+        dry_run=args.dry_run,
+        shard=parse_shard(args.shard),
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
+    """The command body; ``components`` (embedder=, index=) let tests pass their own."""
+    try:
+        opts = options_from_args(args)
+        # Progress goes to stderr, so --json keeps stdout to the one report object.
+        progress = make_progress(enabled=True, interval_s=settings.ingest.progress_interval_s)
+        report = run_ingest(settings, opts, progress=progress, **components)
+    except UsageError as exc:
+        sys.stderr.write(f"docquery ingest: {exc}\n")
         return EXIT_USAGE
-    if PUBLIC_GROUP in (args.groups or ""):
-        sys.stderr.write(f"docquery ingest: {PUBLIC_GROUP!r} is reserved; use --public\n")
-        return EXIT_USAGE
-    missing = [str(p) for p in args.paths if not p.exists()]
-    if missing:
-        sys.stderr.write(f"docquery ingest: path not found: {', '.join(missing)}\n")
-        return EXIT_USAGE
-    opts = IngestOptions(paths=tuple(args.paths), groups=groups, collection=args.collection)
-    report = run_ingest(settings, opts)
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
     else:
-        sys.stdout.write(report.summary() + "\n")
-    return EXIT_FAILED if report.failed else EXIT_OK
+        report.print(Console())
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    return run(args, settings)

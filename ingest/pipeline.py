@@ -1,149 +1,209 @@
-"""Ingestion pipeline (minimal: txt, md, html)."""
+"""``run_ingest``: discover -> plan -> (ACL-only updates, index changed docs, delete missing) -> report.
+
+Everything that can be refused is refused before the index is opened, so a
+usage or configuration error (exit 2) writes nothing. Components can be passed
+in (tests, benchmarks); otherwise they are built from settings like the rest of
+DocQuery (``docquery.wiring``).
+"""
 
 from __future__ import annotations
 
-import hashlib
+import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-from bs4 import BeautifulSoup
-
-from docquery.collection import chunk_point_id
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.domain import DocumentRecord
+from docquery.errors import DocQueryError
+from docquery.ports import Embedder, IndexAdapter
 from docquery.settings import Settings
-from docquery.wiring import build_embedder, build_index
+from docquery.wiring import build_embedder, build_index, index_kind
+from ingest.acl import AclResolver
+from ingest.chunking import ChunkSpec, tokenizer_for
+from ingest.discover import Discovery, Filters, Shard, discover
+from ingest.loaders import Limits
+from ingest.model import PlannedDoc, UsageError
+from ingest.plan import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path
+from ingest.prepare import PrepareConfig, prepare
+from ingest.progress import NullProgress, Progress
+from ingest.report import Report
+from ingest.stream import StreamConfig, index_documents
 
-SUPPORTED = {".txt", ".md", ".markdown", ".html", ".htm"}
+log = logging.getLogger("ingest")
+PIPELINE_VERSION = "1"
 
 
 @dataclass(frozen=True)
 class IngestOptions:
     paths: tuple[Path, ...]
-    groups: tuple[str, ...]
+    groups: tuple[str, ...] | None = None  # fallback ACL (PUBLIC_GROUP alone for --public)
+    acl_origin: str = "--groups"
     collection: str | None = None
+    filters: Filters = field(default_factory=Filters)
+    delete_missing: bool = False
+    dry_run: bool = False
+    shard: Shard = field(default_factory=Shard)
 
 
-@dataclass
-class Report:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    failed: list[dict[str, str]] = field(default_factory=list)
-    chunks_written: int = 0
-    seconds: float = 0.0
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "deleted": self.deleted,
-            "failed": self.failed,
-            "chunks_written": self.chunks_written,
-            "seconds": round(self.seconds, 3),
-        }
-
-    def summary(self) -> str:
-        return (
-            f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, deleted {self.deleted}, "
-            f"failed {len(self.failed)}, chunks written {self.chunks_written} in {self.seconds:.1f}s"
-        )
-
-
-def _files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
-    out = []
-    for root in paths:
-        if root.is_file():
-            out.append((root.parent, root))
-        else:
-            out.extend((root, p) for p in sorted(root.rglob("*")) if p.is_file())
-    return out
-
-
-def _load(path: Path) -> tuple[str, str]:
-    raw = path.read_bytes().decode("utf-8", errors="replace")
-    if path.suffix.lower() in {".html", ".htm"}:
-        soup = BeautifulSoup(raw, "html.parser")
-        for tag in soup(["script", "style"]):
-            tag.decompose()
-        title = soup.title.get_text(strip=True) if soup.title else path.stem
-        return title, soup.get_text("\n", strip=True)
-    first = next((ln.lstrip("# ").strip() for ln in raw.splitlines() if ln.strip()), path.stem)
-    return first, raw
-
-
-def _chunks(text: str, tokenizer: Any, size: int, overlap: int) -> list[str]:
-    words = text.split()
-    out, start = [], 0
-    step = max(1, size - overlap)
-    while start < len(words):
-        out.append(" ".join(words[start : start + size]))
-        start += step
-    return out or [""]
-
-
-def run_ingest(settings: Settings, opts: IngestOptions) -> Report:
-    t0 = time.monotonic()
-    report = Report()
-    embedder = build_embedder(settings)
-    index = build_index(settings, embedder, collection=opts.collection)
+def chunk_spec(settings: Settings) -> ChunkSpec:
     try:
-        for root, path in _files(opts.paths):
-            if path.suffix.lower() not in SUPPORTED:
-                report.failed.append({"path": str(path), "reason": f"unsupported file type {path.suffix or '(none)'}"})
-                continue
-            rel = str(path.relative_to(root))
-            doc_id = hashlib.sha256(f"{root.resolve()}\x1f{rel}".encode()).hexdigest()[:32]
-            sha = hashlib.sha256(path.read_bytes()).hexdigest()
-            existing = index.get_document(doc_id)
-            if existing and existing.content_sha256 == sha and existing.status == "complete":
-                report.unchanged += 1
-                continue
-            title, text = _load(path)
-            now = datetime.now(UTC).isoformat()
-            pieces = _chunks(text, None, settings.ingest.chunk_tokens // 2, settings.ingest.chunk_overlap // 2)
-            vectors = embedder.embed(pieces)
-            items = [
-                IndexedChunk(
-                    chunk=Chunk(
-                        id=chunk_point_id(doc_id, sha, i),
-                        doc_id=doc_id,
-                        source=rel,
-                        title=title,
-                        chunk_index=i,
-                        text=piece,
-                        content_sha256=sha,
-                        acl_groups=opts.groups,
-                        ingested_at=now,
-                    ),
-                    dense=vec,
+        return ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
+    except ValueError as exc:
+        raise UsageError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
+
+
+def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
+    """Stored with each record: a change of chunking or quarantine policy re-indexes the document."""
+    return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)}"
+
+
+def _collection_exists(settings: Settings, name: str) -> bool:
+    if index_kind(settings) != "edge":
+        return True  # a server collection is opened (and created if absent) as usual
+    return (settings.data_dir / "collections" / name / "edge_config.json").exists()
+
+
+def _plan_report(plan: Plan, report: Report) -> None:
+    report.plan = {
+        "add": [str(p.source.path) for p in plan.add],
+        "update": [str(p.source.path) for p in plan.update],
+        "acl_update": [str(s.path) for s, _ in plan.acl_update],
+        "unchanged": [str(s.path) for s in plan.unchanged],
+        "delete": [str(record_path(r)) for r in plan.delete],
+    }
+    report.added, report.updated = len(plan.add), len(plan.update)
+    report.acl_updated, report.unchanged, report.deleted = len(plan.acl_update), len(plan.unchanged), len(plan.delete)
+
+
+def _apply_acl_updates(index: IndexAdapter, plan: Plan, report: Report) -> None:
+    for src, prev in plan.acl_update:
+        # Payload-only: chunks keep their vectors. Chunks first, record last, so a
+        # crash in between leaves the old ACL on the record and the re-run redoes it.
+        index.set_document_acl(prev.doc_id, src.acl_groups)
+        extra = {**prev.extra, EXTRA_ACL_ORIGIN: src.acl_origin}
+        index.put_document(replace(prev, acl_groups=src.acl_groups, extra=extra))
+        report.acl_updated += 1
+
+
+def _apply_deletes(index: IndexAdapter, plan: Plan, report: Report) -> None:
+    for record in plan.delete:
+        report.chunks_deleted += index.delete_document(record.doc_id)
+        report.deleted += 1
+
+
+def run_ingest(
+    settings: Settings,
+    opts: IngestOptions,
+    *,
+    embedder: Embedder | None = None,
+    index: IndexAdapter | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """Raises UsageError before anything is written; index failures propagate after the threads stop."""
+    t0 = time.monotonic()
+    cfg = settings.ingest
+    report = Report(dry_run=opts.dry_run, shard=f"{opts.shard.index}/{opts.shard.count}")
+    spec = chunk_spec(settings)
+    resolver = AclResolver(opts.groups, opts.acl_origin)
+    discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
+    fingerprint = pipeline_fingerprint(spec, cfg.quarantine_flagged)
+    collection = opts.collection or settings.qdrant.collection
+
+    owns_index = index is None
+    if opts.dry_run and index is None and not _collection_exists(settings, collection):
+        records: list[DocumentRecord] = []  # dry run against a collection that does not exist yet: do not create it
+    else:
+        embedder = embedder or build_embedder(settings)
+        index = index or build_index(settings, embedder, collection=collection)
+        records = index.list_documents()
+    try:
+        plan = build_plan(
+            discovery,
+            records,
+            pipeline_fingerprint=fingerprint,
+            max_file_bytes=cfg.max_file_bytes,
+            delete_missing=opts.delete_missing,
+            filters=opts.filters,
+            shard=opts.shard,
+        )
+        for path, reason in plan.failed:
+            report.fail(path, reason)
+        if opts.dry_run:
+            _plan_report(plan, report)
+            return report
+        if index is None or embedder is None:
+            raise UsageError("internal: the index was not opened")
+        report.unchanged = len(plan.unchanged)
+        try:
+            _apply_acl_updates(index, plan, report)
+            if plan.to_index:
+                _index(
+                    settings,
+                    plan.to_index,
+                    embedder=embedder,
+                    index=index,
+                    report=report,
+                    progress=progress or NullProgress(),
+                    spec=spec,
+                    fingerprint=fingerprint,
                 )
-                for i, (piece, vec) in enumerate(zip(pieces, vectors, strict=True))
-            ]
-            index.upsert(items)
-            index.delete_chunks(doc_id, keep_ids=[it.chunk.id for it in items])
-            index.put_document(
-                DocumentRecord(
-                    doc_id=doc_id,
-                    source=rel,
-                    root=str(root.resolve()),
-                    content_sha256=sha,
-                    chunk_count=len(items),
-                    acl_groups=opts.groups,
-                    title=title,
-                    ingested_at=now,
-                )
-            )
-            report.chunks_written += len(items)
-            if existing:
-                report.updated += 1
-            else:
-                report.added += 1
+            _apply_deletes(index, plan, report)
+            index.flush()
+        except DocQueryError as exc:
+            # Something may already be written, so this is not a usage error: report it (exit 1).
+            # A re-run converges (pending records, deterministic ids).
+            report.error = f"stopped early: {exc}"
+            log.error("ingest stopped early: %s", exc)
     finally:
-        index.close()
-    report.seconds = time.monotonic() - t0
+        report.seconds = time.monotonic() - t0
+        if owns_index and index is not None:
+            index.close()
+    log.info(
+        "ingest done: added=%d updated=%d acl_updated=%d unchanged=%d deleted=%d failed=%d chunks_written=%d %.2fs",
+        report.added,
+        report.updated,
+        report.acl_updated,
+        report.unchanged,
+        report.deleted,
+        len(report.failed),
+        report.chunks_written,
+        report.seconds,
+    )
     return report
+
+
+def _index(
+    settings: Settings,
+    docs: list[PlannedDoc],
+    *,
+    embedder: Embedder,
+    index: IndexAdapter,
+    report: Report,
+    progress: Progress,
+    spec: ChunkSpec,
+    fingerprint: str,
+) -> None:
+    cfg = settings.ingest
+    prep_cfg = PrepareConfig(
+        limits=Limits(max_file_bytes=cfg.max_file_bytes, max_expanded_bytes=cfg.max_expanded_bytes),
+        spec=spec,
+        quarantine_flagged=cfg.quarantine_flagged,
+        pipeline_fingerprint=fingerprint,
+        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    stream_cfg = StreamConfig(embed_batch=cfg.embed_batch, upsert_batch=cfg.upsert_batch)
+    progress.start(len(docs))
+    try:
+        index_documents(
+            docs,
+            prepare=partial(prepare, tokenizer=tokenizer_for(embedder), cfg=prep_cfg),
+            embedder=embedder,
+            index=index,
+            cfg=stream_cfg,
+            report=report,
+            progress=progress,
+        )
+    finally:
+        progress.close()

@@ -1,0 +1,67 @@
+"""Value types passed between the ingest stages (discover -> load -> chunk -> embed -> write)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docquery.domain import Chunk, DocumentRecord
+
+
+class FileRejected(Exception):
+    """One file cannot be ingested. ``reason`` is safe to show: it never quotes file content."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UsageError(Exception):
+    """A usage or configuration problem found before anything is written (exit 2)."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A discovered file. ``rel`` is relative to the ingest root it was found under (POSIX form)."""
+
+    root: Path  # resolved ingest root (a directory)
+    path: Path  # resolved path of the file
+    rel: str
+    acl_groups: tuple[str, ...]
+    acl_origin: str  # the metadata file that gave the ACL, or "--groups"/"--public"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of document text with one location: a heading path (md, html, docx) or a page (pdf)."""
+
+    text: str
+    page: str | None = None
+    flags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class LoadedDoc:
+    title: str
+    sections: tuple[Section, ...]
+
+
+@dataclass(frozen=True)
+class PlannedDoc:
+    """A file whose content must be (re)indexed."""
+
+    source: SourceFile
+    doc_id: str
+    content_sha256: str
+    previous: DocumentRecord | None
+
+
+@dataclass
+class PreparedDoc:
+    """A planned document after load + scan + chunk, ready to embed."""
+
+    planned: PlannedDoc
+    record: DocumentRecord  # the final record (status complete); written last
+    chunks: list[Chunk]
+    quarantined: list[bool]
+    embed_texts: list[str] = field(default_factory=list)

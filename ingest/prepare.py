@@ -1,0 +1,87 @@
+"""One document from bytes to chunks: load, scan, chunk, and build its final record."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from docquery.collection import chunk_point_id
+from docquery.domain import Chunk, DocumentRecord
+from ingest.chunking import ChunkSpec, Tokenizer, chunk_sections
+from ingest.loaders import Limits, loader_for
+from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+from ingest.plan import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, EXTRA_PIPELINE
+from ingest.scan import scan, strip_invisible
+
+
+@dataclass(frozen=True)
+class PrepareConfig:
+    limits: Limits
+    spec: ChunkSpec
+    quarantine_flagged: bool
+    pipeline_fingerprint: str
+    ingested_at: str
+
+
+def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> PreparedDoc:
+    """Raises FileRejected with a reason for any file that cannot be indexed."""
+    src = planned.source
+    loader = loader_for(src.path)  # unsupported types fail before the file is read
+    try:
+        data = src.path.read_bytes()
+    except OSError as exc:
+        raise FileRejected(f"cannot read file ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > cfg.limits.max_file_bytes:
+        raise FileRejected(f"file too large ({len(data)} bytes > limit {cfg.limits.max_file_bytes})")
+    # The file may have changed since it was planned: index what was actually read.
+    sha = hashlib.sha256(data).hexdigest()
+    doc = loader(src.path, data, cfg.limits)
+    pieces = chunk_sections(doc.sections, tokenizer, cfg.spec)
+    chunks: list[Chunk] = []
+    quarantined: list[bool] = []
+    doc_flags: set[str] = {f for s in doc.sections for f in s.flags}
+    for i, piece in enumerate(pieces):
+        flags = scan(piece.text) | piece.flags
+        doc_flags |= flags
+        chunks.append(
+            Chunk(
+                id=chunk_point_id(planned.doc_id, sha, i),
+                doc_id=planned.doc_id,
+                source=src.rel,
+                title=doc.title,
+                chunk_index=i,
+                text=strip_invisible(piece.text),
+                content_sha256=sha,
+                acl_groups=src.acl_groups,
+                page=piece.page,
+                ingested_at=cfg.ingested_at,
+                flags=tuple(sorted(flags)),
+            )
+        )
+        quarantined.append(bool(flags) and cfg.quarantine_flagged)
+    extra = {
+        EXTRA_PATH: str(src.path),
+        EXTRA_PIPELINE: cfg.pipeline_fingerprint,
+        EXTRA_ACL_ORIGIN: src.acl_origin,
+    }
+    if doc_flags:
+        extra[EXTRA_FLAGS] = ",".join(sorted(doc_flags))
+    record = DocumentRecord(
+        doc_id=planned.doc_id,
+        source=src.rel,
+        root=str(src.root),
+        content_sha256=sha,
+        chunk_count=len(chunks),
+        acl_groups=src.acl_groups,
+        title=doc.title,
+        ingested_at=cfg.ingested_at,
+        status="complete",
+        extra=extra,
+    )
+    return PreparedDoc(
+        planned=planned,
+        record=record,
+        chunks=chunks,
+        quarantined=quarantined,
+        embed_texts=[c.text for c in chunks],
+    )

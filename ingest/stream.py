@@ -1,0 +1,253 @@
+"""The overlapped stages for documents that must be (re)indexed.
+
+    caller thread          embed thread              write thread
+    prepare (load, scan,   batches chunks across     put pending record -> upsert
+    chunk) one doc at a -> documents, embeds them -> in batches -> delete replaced
+    time                   (the CPU bottleneck)      chunks -> put complete record
+
+Bounded queues link the stages, so parsing runs ahead of embedding and upserts
+never block it. Per document the write order is what makes a killed run safe to
+re-run: the record is marked ``pending`` before its first chunk is written, the
+new chunks are written before the old ones are deleted (a concurrent query
+never finds the document missing), and the ``complete`` record is written last.
+A re-run treats a ``pending`` record as changed; point ids are deterministic, so
+it rewrites the same points and deletes whatever else carries the doc id.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from docquery.domain import IndexedChunk
+from docquery.ports import Embedder, IndexAdapter
+from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+from ingest.progress import Progress
+from ingest.report import Report
+
+log = logging.getLogger("ingest")
+T = TypeVar("T")
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    embed_batch: int = 256  # chunks per embed call
+    upsert_batch: int = 256  # points per upsert
+    queued_docs: int = 64  # prepared documents waiting for the embedder
+    queued_batches: int = 4  # embedded batches waiting for the writer
+    min_partial_batch: int = 16  # embed a partial batch when the parser is behind
+
+
+@dataclass
+class _Batch:
+    items: list[tuple[PreparedDoc, IndexedChunk]]
+    finished: list[PreparedDoc]
+
+
+@dataclass
+class _Open:
+    prep: PreparedDoc
+    left: int
+
+
+@dataclass
+class _Shared:
+    report: Report
+    progress: Progress
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+    errors: list[BaseException] = field(default_factory=list)
+    failed_docs: set[str] = field(default_factory=set)
+
+    def abort(self, exc: BaseException) -> None:
+        with self.lock:
+            self.errors.append(exc)
+        self.stop.set()
+
+    def fail_doc(self, prep: PreparedDoc, reason: str) -> None:
+        with self.lock:
+            if prep.planned.doc_id not in self.failed_docs:
+                self.failed_docs.add(prep.planned.doc_id)
+                self.report.fail(str(prep.planned.source.path), reason)
+
+
+def _put(q: queue.Queue[T], item: T, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=_POLL_S)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+class _Embedding:
+    """Batches chunks across documents; a document is finished once its last chunk is embedded."""
+
+    def __init__(self, embedder: Embedder, cfg: StreamConfig, shared: _Shared, out: queue.Queue[_Batch | None]) -> None:
+        self.embedder, self.cfg, self.shared, self.out = embedder, cfg, shared, out
+        self.pending: list[tuple[_Open, int]] = []
+        self.open: deque[_Open] = deque()
+
+    def add(self, prep: PreparedDoc) -> None:
+        entry = _Open(prep, len(prep.chunks))
+        self.open.append(entry)
+        self.pending.extend((entry, i) for i in range(len(prep.chunks)))
+
+    def _vectors(self, texts: list[str]) -> list[list[float]] | None:
+        for attempt in (1, 2):
+            try:
+                vectors = self.embedder.embed(texts)
+                if len(vectors) == len(texts):
+                    return vectors
+            except Exception as exc:  # one bad batch must not kill the run; its documents fail
+                log.warning("embed batch of %d failed (attempt %d): %s", len(texts), attempt, type(exc).__name__)
+        return None
+
+    def emit(self, n: int) -> None:
+        batch, self.pending = self.pending[:n], self.pending[n:]
+        live = [(e, i) for e, i in batch if e.prep.planned.doc_id not in self.shared.failed_docs]
+        vectors = self._vectors([e.prep.embed_texts[i] for e, i in live]) if live else []
+        items: list[tuple[PreparedDoc, IndexedChunk]] = []
+        if vectors is None:
+            for entry in {id(e): e for e, _ in live}.values():
+                self.shared.fail_doc(entry.prep, "embedding failed")
+        else:
+            items = [
+                (e.prep, IndexedChunk(chunk=e.prep.chunks[i], dense=v, quarantined=e.prep.quarantined[i]))
+                for (e, i), v in zip(live, vectors, strict=True)
+            ]
+            self.shared.progress.embedded(len(items))
+            with self.shared.lock:
+                self.shared.report.chunks_embedded += len(items)
+        for entry, _ in batch:
+            entry.left -= 1
+        finished: list[PreparedDoc] = []
+        while self.open and self.open[0].left == 0:
+            finished.append(self.open.popleft().prep)
+        _put(self.out, _Batch(items, finished), self.shared.stop)
+
+    def run(self, source: queue.Queue[PreparedDoc | None]) -> None:
+        try:
+            done = False
+            while not done and not self.shared.stop.is_set():
+                try:
+                    prep = source.get(timeout=_POLL_S)
+                except queue.Empty:
+                    if len(self.pending) >= self.cfg.min_partial_batch:
+                        self.emit(self.cfg.embed_batch)
+                    continue
+                if prep is None:
+                    done = True
+                else:
+                    self.add(prep)
+                while len(self.pending) >= self.cfg.embed_batch:
+                    self.emit(self.cfg.embed_batch)
+            while (self.pending or self.open) and not self.shared.stop.is_set():
+                self.emit(self.cfg.embed_batch)
+        except BaseException as exc:
+            self.shared.abort(exc)
+        finally:
+            self.out.put(None)  # the writer always drains, so this cannot block for long
+
+
+def _write(index: IndexAdapter, cfg: StreamConfig, shared: _Shared, source: queue.Queue[_Batch | None]) -> None:
+    started: set[str] = set()
+    while True:
+        batch = source.get()
+        if batch is None:
+            return
+        if shared.stop.is_set():
+            continue  # keep draining so the embed thread never blocks
+        try:
+            for prep, item in batch.items:
+                if item.chunk.doc_id not in started:
+                    started.add(item.chunk.doc_id)
+                    # Crash safety: a pending record exists before any of the document's chunks do.
+                    index.put_document(replace(prep.record, status="pending"))
+            for i in range(0, len(batch.items), cfg.upsert_batch):
+                part = [item for _, item in batch.items[i : i + cfg.upsert_batch]]
+                index.upsert(part)
+                shared.progress.written(len(part))
+            for prep in batch.finished:
+                if prep.planned.doc_id not in shared.failed_docs:
+                    _finish(index, prep, shared)
+        except BaseException as exc:
+            shared.abort(exc)
+
+
+def _finish(index: IndexAdapter, prep: PreparedDoc, shared: _Shared) -> None:
+    doc_id = prep.planned.doc_id
+    # New chunks are all written; now drop every other chunk of this document (old
+    # content, or leftovers of a killed run), then mark the document complete.
+    removed = index.delete_chunks(doc_id, keep_ids=[c.id for c in prep.chunks])
+    index.put_document(prep.record)
+    with shared.lock:
+        report = shared.report
+        report.chunks_deleted += removed
+        report.chunks_written += len(prep.chunks)
+        report.chunks_flagged += sum(1 for c in prep.chunks if c.flags)
+        report.chunks_quarantined += sum(prep.quarantined)
+        if prep.planned.previous is None:
+            report.added += 1
+        else:
+            report.updated += 1
+    shared.progress.file_done()
+
+
+def index_documents(
+    docs: Sequence[PlannedDoc],
+    *,
+    prepare: Callable[[PlannedDoc], PreparedDoc],
+    embedder: Embedder,
+    index: IndexAdapter,
+    cfg: StreamConfig,
+    report: Report,
+    progress: Progress,
+) -> None:
+    """Prepares, embeds and writes ``docs``; bad files are reported and skipped.
+
+    Raises the first fatal error (an index write failing) after the threads stop.
+    """
+    shared = _Shared(report=report, progress=progress)
+    to_embed: queue.Queue[PreparedDoc | None] = queue.Queue(maxsize=cfg.queued_docs)
+    to_write: queue.Queue[_Batch | None] = queue.Queue(maxsize=cfg.queued_batches)
+    embedding = _Embedding(embedder, cfg, shared, to_write)
+    threads = [
+        threading.Thread(target=embedding.run, args=(to_embed,), name="ingest-embed", daemon=True),
+        threading.Thread(target=_write, args=(index, cfg, shared, to_write), name="ingest-write", daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        for planned in docs:
+            if shared.stop.is_set():
+                break
+            try:
+                prep = prepare(planned)
+            except FileRejected as exc:
+                reason = exc.reason
+            except Exception as exc:  # a parser bug on one file must not kill the batch
+                reason = f"cannot parse file ({type(exc).__name__})"
+            else:
+                if not _put(to_embed, prep, shared.stop):
+                    break
+                continue
+            with shared.lock:
+                report.fail(str(planned.source.path), reason)
+            progress.file_done()
+        _put(to_embed, None, shared.stop)
+    except BaseException as exc:
+        shared.abort(exc)
+        raise
+    finally:
+        for t in threads:
+            t.join()
+    if shared.errors:
+        raise shared.errors[0]
