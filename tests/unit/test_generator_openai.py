@@ -1,0 +1,270 @@
+"""OpenAIChatGenerator and OpenAIEmbedder over real HTTP against the vLLM stand-in on 127.0.0.1.
+
+The stand-in (tests/standins/openai_server.py) is not vLLM; it speaks its
+OpenAI-compatible protocol, including SSE framing and connection drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from docquery.adapters.openai_chat import OpenAIChatGenerator
+from docquery.adapters.openai_embedder import OpenAIEmbedder
+from docquery.domain import Prompt
+from docquery.errors import EmbedderError, GeneratorError, GeneratorOverloaded, GeneratorUnavailable
+from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
+
+CANARY = "CANARY-7f3e9c-upstream-echo"
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInOpenAIServer]:
+    with StandInOpenAIServer() as server:
+        yield server
+
+
+def _prompt(text: str = "What is the leave policy?") -> Prompt:
+    return Prompt(question=text, sources=(), messages=({"role": "user", "content": text},))
+
+
+def _gen(server: StandInOpenAIServer, key: str | None = DEFAULT_KEY, **kw: float) -> OpenAIChatGenerator:
+    params: dict[str, float] = {"max_retries": 2, "read_timeout_s": 5.0, "total_timeout_s": 10.0} | kw
+    return OpenAIChatGenerator(
+        base_url=server.base_url,
+        model="standin-model",
+        api_key=lambda: SecretStr(key) if key else None,
+        connect_timeout_s=1.0,
+        read_timeout_s=params["read_timeout_s"],
+        total_timeout_s=params["total_timeout_s"],
+        max_concurrency=int(params.get("max_concurrency", 4)),
+        max_retries=int(params["max_retries"]),
+    )
+
+
+async def _collect(gen: OpenAIChatGenerator, prompt: Prompt) -> list[str]:
+    return [d async for d in gen.stream(prompt)]
+
+
+def test_non_stream_completion(standin: StandInOpenAIServer) -> None:
+    async def run() -> str:
+        gen = _gen(standin)
+        try:
+            return await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    assert asyncio.run(run()) == "The answer is in the documents [S1]."
+    assert standin.stats.chat_calls == 1
+
+
+def test_stream_yields_each_chunk(standin: StandInOpenAIServer) -> None:
+    standin.config.reply = ["a ", "b ", "c"]
+
+    async def run() -> list[str]:
+        gen = _gen(standin)
+        try:
+            return await _collect(gen, _prompt())
+        finally:
+            await gen.aclose()
+
+    assert asyncio.run(run()) == ["a ", "b ", "c"]
+    assert standin.stats.stream_calls == 1
+
+
+def test_retries_before_first_token(standin: StandInOpenAIServer) -> None:
+    standin.config.fail_statuses = [503, 502]
+
+    async def run() -> list[str]:
+        gen = _gen(standin, max_retries=2)
+        try:
+            return await _collect(gen, _prompt())
+        finally:
+            await gen.aclose()
+
+    assert "".join(asyncio.run(run())) == "The answer is in the documents [S1]."
+    assert standin.stats.chat_calls == 3
+
+
+def test_retries_exhausted_is_overloaded_with_retry_after(standin: StandInOpenAIServer) -> None:
+    standin.config.fail_statuses = [429, 429]
+    standin.config.retry_after = "7"
+
+    async def run() -> None:
+        gen = _gen(standin, max_retries=1)
+        try:
+            await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    with pytest.raises(GeneratorOverloaded) as info:
+        asyncio.run(run())
+    assert info.value.status == 429
+    assert info.value.retry_after == 7.0
+    assert standin.stats.chat_calls == 2
+
+
+def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
+    standin.config.reply = ["one ", "two ", "three ", "four"]
+    standin.config.drop_after_chunks = 2
+    got: list[str] = []
+
+    async def run() -> None:
+        gen = _gen(standin, max_retries=3)
+        try:
+            async for d in gen.stream(_prompt()):
+                got.append(d)
+        finally:
+            await gen.aclose()
+
+    with pytest.raises(GeneratorUnavailable):
+        asyncio.run(run())
+    assert got == ["one ", "two "]
+    assert standin.stats.chat_calls == 1  # the partial answer was not re-requested
+
+
+def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) -> None:
+    standin.config.first_token_delay_s = 3.0
+
+    async def run() -> None:
+        gen = _gen(standin, max_retries=0, read_timeout_s=0.2)
+        try:
+            await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    t0 = time.monotonic()
+    with pytest.raises(GeneratorUnavailable):
+        asyncio.run(run())
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_total_deadline_bounds_a_trickling_stream(standin: StandInOpenAIServer) -> None:
+    standin.config.reply = [f"t{i} " for i in range(50)]
+    standin.config.token_delay_s = 0.05  # each read is quick, the whole is not
+
+    async def run() -> None:
+        gen = _gen(standin, max_retries=0, read_timeout_s=1.0, total_timeout_s=0.4)
+        try:
+            await _collect(gen, _prompt())
+        finally:
+            await gen.aclose()
+
+    t0 = time.monotonic()
+    with pytest.raises(GeneratorUnavailable):
+        asyncio.run(run())
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_in_flight_bound_fails_fast_with_overloaded(standin: StandInOpenAIServer) -> None:
+    standin.config.first_token_delay_s = 0.3
+
+    async def run() -> list[BaseException | str]:
+        gen = _gen(standin, max_concurrency=1)
+        try:
+            return list(await asyncio.gather(gen.complete(_prompt()), gen.complete(_prompt()), return_exceptions=True))
+        finally:
+            await gen.aclose()
+
+    results = asyncio.run(run())
+    assert sum(isinstance(r, str) for r in results) == 1
+    overloaded = [r for r in results if isinstance(r, GeneratorOverloaded)]
+    assert len(overloaded) == 1 and overloaded[0].retry_after
+    assert standin.stats.chat_calls == 1  # the refused call never reached the server
+
+
+def test_api_key_is_read_per_call(standin: StandInOpenAIServer) -> None:
+    keys = iter(["old-key", "new-key"])
+    standin.config.api_keys = {"old-key", "new-key"}
+
+    async def run() -> None:
+        gen = OpenAIChatGenerator(
+            base_url=standin.base_url, model="m", api_key=lambda: SecretStr(next(keys)), max_retries=0
+        )
+        try:
+            await gen.complete(_prompt())
+            await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    asyncio.run(run())
+    assert standin.stats.auth_seen == ["old-key", "new-key"]
+
+
+def test_rejected_key_is_an_error_without_retry(standin: StandInOpenAIServer) -> None:
+    async def run() -> None:
+        gen = _gen(standin, key="wrong")
+        try:
+            await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    with pytest.raises(GeneratorError) as info:
+        asyncio.run(run())
+    assert info.value.status == 401
+    assert standin.stats.chat_calls == 1
+
+
+@pytest.mark.parametrize("status", [400, 500, 503])
+def test_upstream_error_body_is_not_leaked(standin: StandInOpenAIServer, status: int) -> None:
+    standin.config.fail_statuses = [status] * 5
+
+    async def run() -> None:
+        gen = _gen(standin, max_retries=1)
+        try:
+            await _collect(gen, _prompt(f"question with {CANARY}"))
+        finally:
+            await gen.aclose()
+
+    with pytest.raises(GeneratorError) as info:
+        asyncio.run(run())
+    assert info.value.status == status
+    for text in (str(info.value), repr(info.value), str(info.value.__cause__), str(info.value.__context__)):
+        assert CANARY not in text
+
+
+def test_ready_probe(standin: StandInOpenAIServer) -> None:
+    async def run(key: str) -> bool:
+        gen = _gen(standin, key=key)
+        try:
+            return await gen.ready()
+        finally:
+            await gen.aclose()
+
+    assert asyncio.run(run(DEFAULT_KEY)) is True
+    assert asyncio.run(run("wrong")) is False
+
+
+def test_embedder_against_standin(standin: StandInOpenAIServer) -> None:
+    standin.config.embedding_dim = 32
+    seen: list[str] = []
+
+    def key() -> SecretStr:
+        seen.append("read")
+        return SecretStr(DEFAULT_KEY)
+
+    emb = OpenAIEmbedder(base_url=standin.base_url, model="standin-embed", api_key=key, batch_size=2)
+    try:
+        assert emb.dimension == 32
+        vectors = emb.embed(["alpha beta", "gamma", "alpha"])
+        assert len(vectors) == 3 and all(len(v) == 32 for v in vectors)
+        assert vectors[0] != vectors[1]
+        assert len(seen) == 3  # probe + two batches: the key is read per call
+    finally:
+        emb.close()
+
+
+def test_embedder_errors_carry_status_only(standin: StandInOpenAIServer) -> None:
+    emb = OpenAIEmbedder(base_url=standin.base_url, model="m", api_key=lambda: SecretStr(DEFAULT_KEY), dimension=64)
+    standin.config.api_keys = {"rotated"}
+    try:
+        with pytest.raises(EmbedderError) as info:
+            emb.embed([f"text {CANARY}"])
+        assert info.value.status == 401
+        assert CANARY not in str(info.value)
+    finally:
+        emb.close()
