@@ -50,7 +50,14 @@ class PodTemplate:
 
     @property
     def annotations(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in (self.metadata.get("annotations") or {}).items()}
+        raw = self.metadata.get("annotations") or {}
+        if isinstance(raw, list):  # checkov hands some kinds' annotations over as a list of mappings
+            merged: dict[str, Any] = {}
+            for item in raw:
+                if isinstance(item, dict):
+                    merged.update(item)
+            raw = merged
+        return {str(k): str(v) for k, v in raw.items() if not str(k).startswith("__")}
 
     def containers(self) -> Iterator[dict[str, Any]]:
         for key in ("initContainers", "containers", "ephemeralContainers"):

@@ -338,6 +338,20 @@ class CheckovRun:
     def results(self, status: str) -> list[dict[str, Any]]:
         return [r for rep in self.reports for r in rep.get("results", {}).get(f"{status}_checks", [])]
 
+    @classmethod
+    def subset(cls, reports: list[dict[str, Any]], path_part: str) -> "CheckovRun":
+        """The results of one rendering out of a run over all of them (matched by file path)."""
+        out = []
+        for rep in reports:
+            results = {
+                status: [r for r in rep.get("results", {}).get(f"{status}_checks", []) if path_part in r["file_path"]]
+                for status in ("passed", "failed", "skipped")
+            }
+            summary = {s: len(results[s]) for s in results}
+            summary["parsing_errors"] = rep.get("summary", {}).get("parsing_errors", 0)
+            out.append({"results": {f"{s}_checks": v for s, v in results.items()}, "summary": summary})
+        return cls(out)
+
     @property
     def summary(self) -> dict[str, int]:
         keys = ("passed", "failed", "skipped", "parsing_errors")
