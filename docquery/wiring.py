@@ -17,6 +17,7 @@ from docquery.errors import ConfigError
 from docquery.ports import Embedder, Generator, IndexAdapter, TextCipher
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
+from docquery.secrets import SecretSource, build_secret_source, secret_getter
 from docquery.settings import Settings
 
 KeyProvider = Callable[[], SecretStr | None]
@@ -145,14 +146,16 @@ class Components:
     index: IndexAdapter
     generator: Generator
     pipeline: RagPipeline
+    secrets: SecretSource
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         self.index.close()
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    return EMBEDDERS[settings.embedder.kind](settings, lambda: settings.embedder.api_key)
+def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
+    source = secrets or build_secret_source(settings)
+    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, "embedder-api-key"))
 
 
 def build_index(settings: Settings, embedder: Embedder, *, collection: str | None = None) -> IndexAdapter:
@@ -187,9 +190,12 @@ def build_components(
     generator: Generator | None = None,
     collection: str | None = None,
 ) -> Components:
-    embedder = embedder or build_embedder(settings)
+    # Keys are read through the secret source on every call, so a rotated
+    # Vault-rendered file takes effect without a restart.
+    secrets = build_secret_source(settings)
+    embedder = embedder or build_embedder(settings, secrets)
     index = index or build_index(settings, embedder, collection=collection)
-    generator = generator or GENERATORS[generator_kind(settings)](settings, lambda: settings.llm.api_key)
+    generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, "llm-api-key"))
     pipeline = RagPipeline(
         embedder=embedder,
         index=index,
@@ -197,4 +203,11 @@ def build_components(
         sanitizer=Sanitizer(settings.api.link_allowlist),
         retrieval=RetrievalConfig(mode=settings.retrieval.mode, min_dense_score=settings.retrieval.min_dense_score),
     )
-    return Components(settings=settings, embedder=embedder, index=index, generator=generator, pipeline=pipeline)
+    return Components(
+        settings=settings,
+        embedder=embedder,
+        index=index,
+        generator=generator,
+        pipeline=pipeline,
+        secrets=secrets,
+    )
