@@ -296,6 +296,9 @@ def nca_input(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "kind": "Deployment",
                         "metadata": {"name": w.name, "namespace": w.namespace},
                         "spec": {
+                            # Two pods each, as with LWS replicas >= 2, so that nca also
+                            # shows what the group policy allows between pods of one role.
+                            "replicas": 2,
                             "selector": {"matchLabels": w.labels},
                             "template": {"metadata": {"labels": w.labels}, "spec": copy.deepcopy(w.pod.spec)},
                         },
