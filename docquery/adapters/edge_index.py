@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from qdrant_edge import (
     Bm25,
     CountRequest,
@@ -64,6 +65,11 @@ from docquery.errors import VectorIndexError
 from docquery.ports import SearchMode, TextCipher
 
 _SCROLL_PAGE = 512
+# qdrant-edge 0.9.0 reads a Python ``True`` in MatchValue as the integer 1, which never
+# matches a stored JSON boolean: ``must_not quarantined == True`` then excluded nothing and
+# quarantined chunks were served. numpy's bool converts to a real boolean. The shared
+# adapter suite (tests/integration/test_index_contract.py) pins this.
+_TRUE: Any = np.bool_(True)
 
 
 def _kind(kind: Kind) -> FieldCondition:
@@ -79,7 +85,7 @@ def acl_chunk_filter(acl: AclFilter) -> Filter:
     # would both leak timing and starve callers of their own documents.
     return Filter(
         must=[_kind(Kind.CHUNK), FieldCondition(key=Key.ACL_GROUPS, match=MatchAny(any=list(acl.labels)))],
-        must_not=[FieldCondition(key=Key.QUARANTINED, match=MatchValue(True))],
+        must_not=[FieldCondition(key=Key.QUARANTINED, match=MatchValue(_TRUE))],
     )
 
 
