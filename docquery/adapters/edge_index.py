@@ -39,7 +39,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.adapters.fusion import FusionParams
+from docquery.adapters.fusion import FusionParams, fuse_convex
 from docquery.adapters.payload import (
     chunk_from_payload,
     chunk_payload,
@@ -158,6 +158,10 @@ class EdgeIndex:
         self._shard.update(UpdateOperation.set_payload([META_POINT_ID], dict(fields)))
         self._shard.flush()
 
+    def set_cipher(self, cipher: TextCipher | None) -> None:
+        """Chunk text encryption at rest; set after opening, since the cipher keeps its keys in the meta point."""
+        self._cipher = cipher
+
     def flush(self) -> None:
         self._shard.flush()
 
@@ -214,6 +218,8 @@ class EdgeIndex:
             return self._hits(
                 self._query([QueryRequest(limit=limit, query=sparse_q, filter=flt, with_payload=True)])[0], None
             )
+        if self._fusion.method == "convex" and dense_q is not None and sparse_q is not None:
+            return self._convex(dense_q, sparse_q, flt, limit, fetch)
         fused = QueryRequest(
             limit=limit,
             prefetches=[
@@ -230,6 +236,30 @@ class EdgeIndex:
         dense_only = QueryRequest(limit=fetch, query=dense_q, filter=flt, with_payload=False, with_vector=False)
         fused_points, dense_points = self._query([fused, dense_only])
         return self._hits(fused_points, {str(p.id): float(p.score) for p in dense_points})
+
+    def _convex(self, dense_q: Query, sparse_q: Query, flt: Filter, limit: int, fetch: int) -> list[Hit]:
+        """Min-max convex fusion, client-side (Qdrant has none); both branches ACL-filtered in the engine."""
+        dense_points, sparse_points = self._query(
+            [
+                QueryRequest(limit=fetch, query=dense_q, filter=flt, with_payload=True, with_vector=False),
+                QueryRequest(limit=fetch, query=sparse_q, filter=flt, with_payload=True, with_vector=False),
+            ]
+        )
+        points = {str(p.id): p for p in (*sparse_points, *dense_points)}
+        dense_scores = {str(p.id): float(p.score) for p in dense_points}
+        fused = fuse_convex(
+            dense_scores, {str(p.id): float(p.score) for p in sparse_points}, self._fusion.dense_share, limit
+        )
+        hits = [
+            Hit(
+                chunk=chunk_from_payload(pid, points[pid].payload or {}, self._cipher),
+                score=score,
+                dense_score=dense_scores.get(pid),
+            )
+            for pid, score in fused
+        ]
+        hits.sort(key=lambda h: sort_hits_key(h.score, h.chunk.id))
+        return hits
 
     def _query(self, requests: list[QueryRequest]) -> list[list[ScoredPoint]]:
         try:

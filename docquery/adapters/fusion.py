@@ -1,14 +1,30 @@
-"""Fusion parameters for hybrid dense + BM25 search, shared by both backends."""
+"""Fusion parameters for hybrid dense + BM25 search, shared by both backends.
+
+Three methods (docs/benchmarks.md has the train-split tuning behind the default):
+
+* ``rrf``: weighted reciprocal rank fusion, inside Qdrant;
+* ``dbsf``: distribution-based score fusion, inside Qdrant (weights unused);
+* ``convex``: min-max normalise each branch's scores over its fetched list, then
+  ``share * dense + (1 - share) * sparse`` with ``share = dense_weight /
+  (dense_weight + sparse_weight)``. Qdrant has no such fusion, so both adapters
+  run the two filtered branches in one batch and fuse client-side with
+  ``fuse_convex``; the ACL filter still runs inside both queries.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from qdrant_edge import Fusion
+
+FusionMethod = Literal["rrf", "dbsf", "convex"]
 
 
 @dataclass(frozen=True)
 class FusionParams:
+    method: FusionMethod = "rrf"
     rrf_k: int = 60
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
@@ -18,6 +34,36 @@ class FusionParams:
     def weights(self) -> list[float]:
         return [self.dense_weight, self.sparse_weight]
 
+    @property
+    def dense_share(self) -> float:
+        total = self.dense_weight + self.sparse_weight
+        return self.dense_weight / total if total > 0 else 0.5
+
     def edge_fusion(self) -> Fusion:
+        if self.method == "dbsf":
+            dbsf: Fusion = Fusion.Dbsf()  # type: ignore[assignment]
+            return dbsf
         fusion: Fusion = Fusion.Rrf(k=self.rrf_k, weights=self.weights)  # type: ignore[assignment]
         return fusion
+
+
+def _minmax(scores: Mapping[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi <= lo:
+        return dict.fromkeys(scores, 1.0)  # one hit, or all tied: each is the best of its list
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def fuse_convex(
+    dense: Mapping[str, float], sparse: Mapping[str, float], dense_share: float, limit: int
+) -> list[tuple[str, float]]:
+    """Top ``limit`` ids by ``share * minmax(dense) + (1 - share) * minmax(sparse)``.
+
+    An id missing from one branch gets 0 there (below that branch's fetched minimum).
+    Ties are broken by id, so both backends return the same order.
+    """
+    d, s = _minmax(dense), _minmax(sparse)
+    fused = {k: dense_share * d.get(k, 0.0) + (1.0 - dense_share) * s.get(k, 0.0) for k in d.keys() | s.keys()}
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
