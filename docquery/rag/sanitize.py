@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 IMAGE_REMOVED = "[image removed]"
 LINK_REMOVED = "[link removed]"
-TEXT_REMOVED = "[text removed]"
+TEXT_REMOVED = "(text removed)"
 
 _INLINE_IMAGE = re.compile(r"!\s*\[[^\]]*\]\s*\([^)]*\)?", re.DOTALL)
 _REF_IMAGE = re.compile(r"!\s*\[[^\]]*\]\s*(\[[^\]]*\])?", re.DOTALL)
