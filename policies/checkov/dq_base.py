@@ -1,12 +1,13 @@
 """Base class for the DocQuery pod rules (not a check itself)."""
+
 from __future__ import annotations
 
 from typing import Any
 
+from dq_podspec import POD_KINDS, PodTemplate, pod_templates
+
 from checkov.common.models.enums import CheckCategories, CheckResult
 from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
-
-from dq_podspec import POD_KINDS, PodTemplate, pod_templates
 
 
 class DQPodCheck(BaseK8Check):

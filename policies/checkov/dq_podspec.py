@@ -4,11 +4,13 @@ Every pod-bearing kind, including the LeaderWorkerSet CRD that checkov's own
 checks do not understand, is reduced to a list of ``PodTemplate`` views so that
 each rule is written once against a pod spec.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 POD_KINDS = (
     "Pod",
@@ -83,7 +85,8 @@ def pod_templates(conf: dict[str, Any]) -> list[PodTemplate]:
     if kind == "Pod":
         found.append(("", {"metadata": conf.get("metadata") or {}, "spec": spec}))
     elif kind == "CronJob":
-        found.append(("spec/jobTemplate/spec/template", ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")))
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        found.append(("spec/jobTemplate/spec/template", job_spec.get("template")))
     elif kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
         found.append(("spec/leaderWorkerTemplate/leaderTemplate", lwt.get("leaderTemplate")))

@@ -1,4 +1,5 @@
 """CKV_DQ_5: images pinned by digest (a tag can be moved under a running cluster)."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck

@@ -1,4 +1,5 @@
 """CKV_DQ_11: namespaces enforce, audit and warn on Pod Security "restricted", with a pinned version."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """CKV_DQ_9 / CKV_DQ_10: no egress to the whole Internet, and DNS only to kube-dns."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +16,30 @@ def _is_kube_dns_peer(peer: dict[str, Any]) -> bool:
     return ns.get("kubernetes.io/metadata.name") == "kube-system" and pods.get("k8s-app") == "kube-dns"
 
 
+def _k8s_rule(rule: dict[str, Any]) -> list[str]:
+    # A rule without `to` allows every destination.
+    out = [] if rule.get("to") else ["has no 'to': it allows every destination"]
+    for peer in rule.get("to") or []:
+        cidr = ((peer or {}).get("ipBlock") or {}).get("cidr")
+        if cidr in WORLD:
+            out.append(f"allows {cidr}")
+    return out
+
+
+def _cilium_rule(rule: dict[str, Any]) -> list[str]:
+    out = []
+    for key in ("toCIDR", "toCIDRSet"):
+        for entry in rule.get(key) or []:
+            cidr = entry.get("cidr") if isinstance(entry, dict) else entry
+            if cidr in WORLD:
+                out.append(f"{key} allows {cidr}")
+    if set(rule.get("toEntities") or []) & {"world", "all"}:
+        out.append("toEntities allows the world")
+    if any(str((f or {}).get("matchPattern", "")).strip() == "*" for f in rule.get("toFQDNs") or []):
+        out.append("toFQDNs matchPattern '*' allows every host")
+    return out
+
+
 class NoWorldEgress(BaseK8Check):
     def __init__(self) -> None:
         super().__init__(
@@ -25,30 +50,11 @@ class NoWorldEgress(BaseK8Check):
         )
 
     def scan_spec_conf(self, conf: dict[str, Any]) -> CheckResult:
-        spec = conf.get("spec") or {}
         problems: list[str] = []
-        for i, rule in enumerate(spec.get("egress") or []):
-            if not isinstance(rule, dict):
-                continue
-            if conf.get("kind") == "NetworkPolicy":
-                # A rule without `to` allows every destination.
-                if not rule.get("to"):
-                    problems.append(f"egress[{i}] has no 'to': it allows every destination")
-                for peer in rule.get("to") or []:
-                    cidr = ((peer or {}).get("ipBlock") or {}).get("cidr")
-                    if cidr in WORLD:
-                        problems.append(f"egress[{i}] allows {cidr}")
-            else:  # CiliumNetworkPolicy
-                for key in ("toCIDR", "toCIDRSet"):
-                    for entry in rule.get(key) or []:
-                        cidr = entry.get("cidr") if isinstance(entry, dict) else entry
-                        if cidr in WORLD:
-                            problems.append(f"egress[{i}].{key} allows {cidr}")
-                if set(rule.get("toEntities") or []) & {"world", "all"}:
-                    problems.append(f"egress[{i}].toEntities allows the world")
-                for fqdn in rule.get("toFQDNs") or []:
-                    if str((fqdn or {}).get("matchPattern", "")).strip() == "*":
-                        problems.append(f"egress[{i}].toFQDNs matchPattern '*' allows every host")
+        for i, rule in enumerate((conf.get("spec") or {}).get("egress") or []):
+            if isinstance(rule, dict):
+                inspect = _k8s_rule if conf.get("kind") == "NetworkPolicy" else _cilium_rule
+                problems += [f"egress[{i}] {p}" for p in inspect(rule)]
         self.details = problems
         return CheckResult.FAILED if problems else CheckResult.PASSED
 
@@ -70,10 +76,11 @@ class DnsOnlyToKubeDns(BaseK8Check):
             ports = rule.get("ports") or []
             # No ports means all ports, 53 included.
             opens_53 = not ports or any(str((p or {}).get("port")) in ("53", "dns", "dns-tcp") for p in ports)
-            if opens_53 and not all(_is_kube_dns_peer(p or {}) for p in rule.get("to") or [{}]):
-                # Intra-namespace "all ports" peers (e.g. an LWS group) are not DNS servers.
-                if ports or any("namespaceSelector" in (p or {}) or "ipBlock" in (p or {}) for p in rule.get("to") or [{}]):
-                    problems.append(f"egress[{i}] opens port 53 to something other than kube-dns")
+            peers = rule.get("to") or [{}]
+            # Same-namespace "all ports" peers (e.g. an LWS group) are not DNS servers.
+            reaches_out = bool(ports) or any("namespaceSelector" in (p or {}) or "ipBlock" in (p or {}) for p in peers)
+            if opens_53 and reaches_out and not all(_is_kube_dns_peer(p or {}) for p in peers):
+                problems.append(f"egress[{i}] opens port 53 to something other than kube-dns")
         self.details = problems
         return CheckResult.FAILED if problems else CheckResult.PASSED
 

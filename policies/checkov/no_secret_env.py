@@ -1,4 +1,5 @@
 """CKV_DQ_4: no secret in an environment variable (env is world-readable in /proc and in logs)."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck

@@ -1,4 +1,5 @@
 """CKV_DQ_2: read-only root filesystem everywhere, with an emptyDir for scratch."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck

@@ -1,4 +1,5 @@
 """CKV_DQ_3: CPU and memory requests and limits on every container."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck

@@ -1,19 +1,21 @@
 """CKV_DQ_7: no Kubernetes API token in pods; only an audience-bound token for Vault, where Vault is used."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from checkov.common.models.enums import CheckCategories, CheckResult
-from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
-
 from dq_base import DQPodCheck
 from dq_podspec import PodTemplate, projected_token_volumes, vault_injects
+
+from checkov.common.models.enums import CheckCategories, CheckResult
+from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
 
 
 class ServiceAccountTokens(DQPodCheck):
     def __init__(self) -> None:
         super().__init__(
-            name="automountServiceAccountToken is false; projected tokens only with audience vault, only for the Vault agent",
+            name="automountServiceAccountToken is false; projected tokens only with audience vault, "
+            "only for the Vault agent",
             id="CKV_DQ_7",
         )
 

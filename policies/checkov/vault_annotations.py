@@ -1,8 +1,21 @@
 """CKV_DQ_6: a pod that uses secrets gets them from the Vault agent injector, configured safely."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck
 from dq_podspec import VAULT, PodTemplate, projected_token_volumes, uses_secrets, vault_injects
+
+
+def _token_volume(pod: PodTemplate) -> list[str]:
+    token_volume = pod.annotations.get(VAULT + "agent-service-account-token-volume-name")
+    tokens = dict(projected_token_volumes(pod))
+    if not token_volume:
+        return [f"{VAULT}agent-service-account-token-volume-name missing"]
+    if token_volume not in tokens:
+        return [f"token volume {token_volume!r} is not a projected serviceAccountToken volume"]
+    if tokens[token_volume].get("audience") != "vault":
+        return [f"token volume {token_volume!r} must be bound to audience 'vault'"]
+    return []
 
 
 class VaultAnnotations(DQPodCheck):
@@ -18,22 +31,15 @@ class VaultAnnotations(DQPodCheck):
         a = pod.annotations
         out: list[str] = []
         if not vault_injects(pod):
-            return [f"uses secrets but {VAULT}agent-inject is not \"true\""]
+            return [f'uses secrets but {VAULT}agent-inject is not "true"']
         if not a.get(VAULT + "role"):
             out.append(f"{VAULT}role missing")
         for key in ("agent-run-as-user", "agent-run-as-group"):
             value = a.get(VAULT + key, "")
             if not value.isdigit() or int(value) == 0:
                 out.append(f"{VAULT}{key} must be a non-zero id")
-        token_volume = a.get(VAULT + "agent-service-account-token-volume-name")
-        tokens = dict(projected_token_volumes(pod))
-        if not token_volume:
-            out.append(f"{VAULT}agent-service-account-token-volume-name missing")
-        elif token_volume not in tokens:
-            out.append(f"token volume {token_volume!r} is not a projected serviceAccountToken volume")
-        elif tokens[token_volume].get("audience") != "vault":
-            out.append(f"token volume {token_volume!r} must be bound to audience 'vault'")
-        secrets = [k[len(VAULT + "agent-inject-secret-"):] for k in a if k.startswith(VAULT + "agent-inject-secret-")]
+        out += _token_volume(pod)
+        secrets = [k[len(VAULT + "agent-inject-secret-") :] for k in a if k.startswith(VAULT + "agent-inject-secret-")]
         if not secrets:
             out.append("no agent-inject-secret-* annotation although the pod reads /vault/secrets")
         for name in secrets:
@@ -42,7 +48,7 @@ class VaultAnnotations(DQPodCheck):
             if not a.get(VAULT + "agent-inject-secret-" + name, "").startswith("secret/data/docquery/"):
                 out.append(f"secret {name}: path must be under secret/data/docquery/ (KV v2)")
         if pod.kind in ("Job", "CronJob") and a.get(VAULT + "agent-pre-populate-only") != "true":
-            out.append("Jobs need agent-pre-populate-only: \"true\" or the agent sidecar never exits")
+            out.append('Jobs need agent-pre-populate-only: "true" or the agent sidecar never exits')
         return out
 
 

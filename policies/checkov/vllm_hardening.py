@@ -1,4 +1,5 @@
 """CKV_DQ_12 / CKV_DQ_13: vLLM runs without request logging, dev mode or docs; GPU pods keep host users."""
+
 from __future__ import annotations
 
 from dq_base import DQPodCheck

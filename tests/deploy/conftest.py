@@ -3,6 +3,7 @@
 The checkers live in their own venvs (scripts/setup-tools.sh). Under CI=true a
 missing tool FAILS the tests; locally they are skipped with the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import deploy_support as ds  # noqa: E402
-import negative_cases  # noqa: E402
+import deploy_support as ds
+import negative_cases
 
 
 def _missing(what: str) -> None:
@@ -94,9 +95,7 @@ def _run_checkov(checkov: Path, args: list[str]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def checkov_runs(
-    checkov_bin: Path, renderings: dict[str, ds.Rendering], workdir: Path
-) -> dict[str, ds.CheckovRun]:
+def checkov_runs(checkov_bin: Path, renderings: dict[str, ds.Rendering], workdir: Path) -> dict[str, ds.CheckovRun]:
     """Three checkov runs, two at a time (checkov takes seconds to start): every rendering
     in one run, the negative cases in a run of their own (checkov's graph links a
     NetworkPolicy to matching pods across all files of a run, so the deliberately

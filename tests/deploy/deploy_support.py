@@ -3,6 +3,7 @@
 Pure Python plus subprocess; the checkers run from their own venvs under
 .venv-tools/ (scripts/setup-tools.sh), never imported here.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,9 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import yaml
 
@@ -63,9 +65,11 @@ def find_kubectl() -> Path | None:
 
 # ---- what gets rendered ------------------------------------------------------
 
+
 def component_names() -> list[str]:
     return sorted(
-        p.name for p in (K8S / "components").iterdir()
+        p.name
+        for p in (K8S / "components").iterdir()
         if (p / "kustomization.yaml").is_file() and p.name != "release-images"
     )
 
@@ -84,14 +88,14 @@ def combos() -> dict[str, str]:
 
 def kustomization_dir(name: str, scratch: Path) -> Path:
     if name.startswith("overlay-"):
-        return K8S / "overlays" / name[len("overlay-"):]
+        return K8S / "overlays" / name[len("overlay-") :]
     # Test-only kustomization: base + one component + the release image pins.
     d = scratch / name
     d.mkdir(parents=True, exist_ok=True)
     rel = lambda p: os.path.relpath(p, d)  # noqa: E731 - kustomize wants relative paths
     components = [rel(K8S / "components" / "release-images")]
     if name.startswith("component-"):
-        components.insert(0, rel(K8S / "components" / name[len("component-"):]))
+        components.insert(0, rel(K8S / "components" / name[len("component-") :]))
     (d / "kustomization.yaml").write_text(
         yaml.safe_dump(
             {
@@ -118,24 +122,20 @@ def load_docs(text: str) -> list[dict[str, Any]]:
 
 # ---- label selectors and NetworkPolicy coverage --------------------------------
 
+
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """Kubernetes LabelSelector semantics; {} matches everything."""
     if selector is None:
         return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    tests = {
+        "In": lambda key, values: labels.get(key) in values,
+        "NotIn": lambda key, values: labels.get(key) not in values,
+        "Exists": lambda key, _values: key in labels,
+        "DoesNotExist": lambda key, _values: key not in labels,
+    }
+    return all(tests[e["operator"]](e["key"], e.get("values") or []) for e in selector.get("matchExpressions") or [])
 
 
 @dataclass
@@ -216,7 +216,7 @@ def parse_flow_table(readme: Path) -> list[dict[str, str]]:
     out = []
     for ln in rows[2:]:
         cells = [c.strip() for c in ln.strip("|").split("|")]
-        out.append(dict(zip(header, cells)))
+        out.append(dict(zip(header, cells, strict=True)))
     return out
 
 
@@ -307,16 +307,17 @@ def nca_input(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if kind not in dq_podspec.POD_KINDS and kind not in ("NetworkPolicy", "Namespace"):
             continue
-        d = copy.deepcopy(d)
-        d.get("metadata", {}).pop("annotations", None)
-        for w_spec in (d.get("spec") or {}).get("template"), :
-            if isinstance(w_spec, dict):
-                w_spec.get("metadata", {}).pop("annotations", None)
-        out.append(d)
+        clean = copy.deepcopy(d)
+        clean.get("metadata", {}).pop("annotations", None)
+        template = (clean.get("spec") or {}).get("template")
+        if isinstance(template, dict):
+            template.get("metadata", {}).pop("annotations", None)
+        out.append(clean)
     return out
 
 
 # ---- session results ----------------------------------------------------------------
+
 
 @dataclass
 class Rendering:
@@ -342,7 +343,7 @@ class CheckovRun:
         return [r for rep in self.reports for r in rep.get("results", {}).get(f"{status}_checks", [])]
 
     @classmethod
-    def subset(cls, reports: list[dict[str, Any]], path_part: str) -> "CheckovRun":
+    def subset(cls, reports: list[dict[str, Any]], path_part: str) -> CheckovRun:
         """The results of one rendering out of a run over all of them (matched by file path)."""
         out = []
         for rep in reports:

@@ -4,10 +4,12 @@ They prove that every custom checkov rule can fail (a rule that never fails
 proves nothing) and they run in a checkov invocation of their own, in a
 namespace with no NetworkPolicy at all.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 EXPECT = "docquery.io/expect-fail"
 BAD_NS = "negative-cases"
@@ -32,45 +34,91 @@ CASES: list[tuple[str, str, str, Mutation]] = [
     ("CKV_DQ_1", "Deployment", "docquery-query", lambda d: _pod(d)["securityContext"].pop("seccompProfile")),
     ("CKV_DQ_1", "Deployment", "docquery-query", lambda d: _pod(d)["securityContext"].update(runAsUser=0)),
     ("CKV_DQ_1", "Deployment", "docquery-query", lambda d: _pod(d).update(hostNetwork=True)),
-    ("CKV_DQ_1", "Deployment", "docquery-query",
-     lambda d: _pod(d)["volumes"].append({"name": "host", "hostPath": {"path": "/"}})),
-    ("CKV_DQ_1", "Deployment", "docquery-query",
-     lambda d: _c0(d)["securityContext"]["capabilities"].update(add=["SYS_ADMIN"])),
-    ("CKV_DQ_1", "Deployment", "docquery-query",
-     lambda d: _c0(d)["securityContext"].pop("allowPrivilegeEscalation")),
-    ("CKV_DQ_2", "Deployment", "docquery-query",
-     lambda d: _c0(d)["securityContext"].update(readOnlyRootFilesystem=False)),
+    (
+        "CKV_DQ_1",
+        "Deployment",
+        "docquery-query",
+        lambda d: _pod(d)["volumes"].append({"name": "host", "hostPath": {"path": "/"}}),
+    ),
+    (
+        "CKV_DQ_1",
+        "Deployment",
+        "docquery-query",
+        lambda d: _c0(d)["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
+    ),
+    ("CKV_DQ_1", "Deployment", "docquery-query", lambda d: _c0(d)["securityContext"].pop("allowPrivilegeEscalation")),
+    (
+        "CKV_DQ_2",
+        "Deployment",
+        "docquery-query",
+        lambda d: _c0(d)["securityContext"].update(readOnlyRootFilesystem=False),
+    ),
     ("CKV_DQ_3", "Deployment", "docquery-query", lambda d: _c0(d)["resources"].pop("limits")),
-    ("CKV_DQ_4", "Deployment", "docquery-query",
-     lambda d: _c0(d)["env"].append({"name": "DOCQUERY_LLM__API_KEY", "value": "sk-test"})),
-    ("CKV_DQ_4", "Deployment", "docquery-query",
-     lambda d: _c0(d)["env"].append(
-         {"name": "UPSTREAM", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}})),
-    ("CKV_DQ_4", "Deployment", "docquery-query",
-     lambda d: _c0(d)["envFrom"].append({"secretRef": {"name": "s"}})),
+    (
+        "CKV_DQ_4",
+        "Deployment",
+        "docquery-query",
+        lambda d: _c0(d)["env"].append({"name": "DOCQUERY_LLM__API_KEY", "value": "sk-test"}),
+    ),
+    (
+        "CKV_DQ_4",
+        "Deployment",
+        "docquery-query",
+        lambda d: _c0(d)["env"].append({"name": "UPSTREAM", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}),
+    ),
+    ("CKV_DQ_4", "Deployment", "docquery-query", lambda d: _c0(d)["envFrom"].append({"secretRef": {"name": "s"}})),
     ("CKV_DQ_5", "Deployment", "docquery-query", lambda d: _c0(d).update(image="docquery:latest")),
     ("CKV_DQ_6", "Deployment", "docquery-query", lambda d: _annotations(d).pop("vault.hashicorp.com/role")),
-    ("CKV_DQ_6", "Deployment", "docquery-query",
-     lambda d: _annotations(d).update({"vault.hashicorp.com/agent-inject": "false"})),
-    ("CKV_DQ_6", "Job", "docquery-ingest",
-     lambda d: _annotations(d).pop("vault.hashicorp.com/agent-pre-populate-only")),
+    (
+        "CKV_DQ_6",
+        "Deployment",
+        "docquery-query",
+        lambda d: _annotations(d).update({"vault.hashicorp.com/agent-inject": "false"}),
+    ),
+    (
+        "CKV_DQ_6",
+        "Job",
+        "docquery-ingest",
+        lambda d: _annotations(d).pop("vault.hashicorp.com/agent-pre-populate-only"),
+    ),
     ("CKV_DQ_7", "Deployment", "docquery-query", lambda d: _pod(d).update(automountServiceAccountToken=True)),
-    ("CKV_DQ_7", "Deployment", "docquery-query",
-     lambda d: _pod(d)["volumes"][-1]["projected"]["sources"][0]["serviceAccountToken"].update(
-         audience="https://kubernetes.default.svc")),
+    (
+        "CKV_DQ_7",
+        "Deployment",
+        "docquery-query",
+        lambda d: _pod(d)["volumes"][-1]["projected"]["sources"][0]["serviceAccountToken"].update(
+            audience="https://kubernetes.default.svc"
+        ),
+    ),
     ("CKV_DQ_8", "ServiceAccount", "docquery-query", lambda d: d.update(automountServiceAccountToken=True)),
-    ("CKV_DQ_9", "NetworkPolicy", "docquery-query",
-     lambda d: d["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]})),
-    ("CKV_DQ_9", "NetworkPolicy", "docquery-query",
-     lambda d: d["spec"]["egress"].append({"ports": [{"protocol": "TCP", "port": 443}]})),
-    ("CKV_DQ_10", "NetworkPolicy", "docquery-query",
-     lambda d: d["spec"]["egress"].append(
-         {"to": [{"namespaceSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}]})),
-    ("CKV_DQ_11", "Namespace", "docquery",
-     lambda d: d["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce")),
+    (
+        "CKV_DQ_9",
+        "NetworkPolicy",
+        "docquery-query",
+        lambda d: d["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}),
+    ),
+    (
+        "CKV_DQ_9",
+        "NetworkPolicy",
+        "docquery-query",
+        lambda d: d["spec"]["egress"].append({"ports": [{"protocol": "TCP", "port": 443}]}),
+    ),
+    (
+        "CKV_DQ_10",
+        "NetworkPolicy",
+        "docquery-query",
+        lambda d: d["spec"]["egress"].append(
+            {"to": [{"namespaceSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}]}
+        ),
+    ),
+    ("CKV_DQ_11", "Namespace", "docquery", lambda d: d["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce")),
     ("CKV_DQ_12", "Deployment", "docquery-vllm", lambda d: _c0(d)["args"].append("--enable-log-requests")),
-    ("CKV_DQ_12", "Deployment", "docquery-vllm",
-     lambda d: _c0(d)["env"].append({"name": "VLLM_SERVER_DEV_MODE", "value": "1"})),
+    (
+        "CKV_DQ_12",
+        "Deployment",
+        "docquery-vllm",
+        lambda d: _c0(d)["env"].append({"name": "VLLM_SERVER_DEV_MODE", "value": "1"}),
+    ),
     ("CKV_DQ_13", "Deployment", "docquery-vllm-embed", lambda d: _pod(d).update(hostUsers=False)),
     # A pod that no NetworkPolicy selects (its namespace has none).
     ("CKV2_DQ_1", "Pod", "", lambda d: None),

@@ -1,12 +1,12 @@
 """checkov (built-in CKV_K8S_* plus the DocQuery rules in policies/checkov): 0 failed."""
+
 from __future__ import annotations
 
 import re
 
-import pytest
-
 import deploy_support as ds
 import negative_cases
+import pytest
 from deploy_support import CheckovRun
 
 

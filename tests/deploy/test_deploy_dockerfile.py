@@ -1,4 +1,5 @@
 """Static checks of the Dockerfile beyond checkov's (which run in test_deploy_checkov.py)."""
+
 from __future__ import annotations
 
 import re

@@ -5,17 +5,18 @@ structure, the checkov-id mapping, JMESPath syntax (with the jmespath package
 from the tools venv), and, where only standard JMESPath functions are used,
 the expressions' results on the rendered bundle.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
-
-import yaml
+from typing import Any
 
 import deploy_support as ds
+import yaml
 from deploy_support import Rendering
 
 
@@ -117,9 +118,7 @@ def test_every_jmespath_expression_parses(policy_python: Path) -> None:
     assert _jmespath(policy_python, program, exprs) == []
 
 
-def test_default_deny_lookup_finds_the_bundles_policy(
-    policy_python: Path, renderings: dict[str, Rendering]
-) -> None:
+def test_default_deny_lookup_finds_the_bundles_policy(policy_python: Path, renderings: dict[str, Rendering]) -> None:
     """Evaluate require-default-deny's apiCall jmesPath on the rendered NetworkPolicies."""
     doc = yaml.safe_load((ds.KYVERNO_DIR / "require-default-deny.yaml").read_text())
     expr = doc["spec"]["rules"][0]["context"][0]["apiCall"]["jmesPath"]
@@ -138,9 +137,7 @@ def test_world_cidr_lookup_sees_ipblocks(policy_python: Path) -> None:
     key = doc["spec"]["rules"][0]["validate"]["deny"]["conditions"]["any"][0]["key"]
     expr = re.search(r"\{\{(.*)\}\}", key).group(1).strip().replace("request.object.", "", 1)
     program = (
-        "import json, sys, jmespath\n"
-        "d = json.load(sys.stdin)\n"
-        "print(json.dumps(jmespath.search(d['expr'], d['np'])))\n"
+        "import json, sys, jmespath\nd = json.load(sys.stdin)\nprint(json.dumps(jmespath.search(d['expr'], d['np'])))\n"
     )
     np = {"spec": {"egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]}}
     assert _jmespath(policy_python, program, {"expr": expr, "np": np}) == ["0.0.0.0/0"]

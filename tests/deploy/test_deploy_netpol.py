@@ -3,16 +3,16 @@
 Plus the structural rules nca cannot state: every pod is governed for Ingress
 AND Egress, nothing reaches the whole Internet, and DNS goes to kube-dns only.
 """
+
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
 
+import deploy_support as ds
 import pytest
 import yaml
-
-import deploy_support as ds
 from deploy_support import Rendering
 
 
@@ -25,9 +25,23 @@ def _run_nca(nca: Path, rendering: Rendering, workdir: Path) -> str:
     # No kubeconfig: without one nca can never fall back to a live cluster.
     env = dict(os.environ, KUBECONFIG="/nonexistent")
     proc = subprocess.run(
-        [str(nca), "--connectivity", "-r", str(d), "-o", "txt_no_fw_rules", "-f", str(out),
-         "--output_endpoints", "pods"],
-        capture_output=True, text=True, check=False, env=env, cwd=d,
+        [
+            str(nca),
+            "--connectivity",
+            "-r",
+            str(d),
+            "-o",
+            "txt_no_fw_rules",
+            "-f",
+            str(out),
+            "--output_endpoints",
+            "pods",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=d,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Skipping" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
@@ -65,9 +79,12 @@ def test_every_pod_is_governed_for_ingress_and_egress(renderings: dict[str, Rend
     for w in ds.workloads(r.docs):
         assert ds.coverage(r.docs, w) == {"Ingress", "Egress"}, (name, w.name)
     default_deny = [
-        np for np in r.of_kind("NetworkPolicy")
-        if np["spec"]["podSelector"] == {} and ds.policy_types(np) == {"Ingress", "Egress"}
-        and not np["spec"].get("ingress") and not np["spec"].get("egress")
+        np
+        for np in r.of_kind("NetworkPolicy")
+        if np["spec"]["podSelector"] == {}
+        and ds.policy_types(np) == {"Ingress", "Egress"}
+        and not np["spec"].get("ingress")
+        and not np["spec"].get("egress")
     ]
     assert default_deny, "namespace default-deny missing"
 
@@ -89,7 +106,9 @@ def test_no_world_egress_and_dns_to_kube_dns_only(renderings: dict[str, Renderin
 
 def test_vllm_admits_only_query_pods_and_metrics(renderings: dict[str, Rendering]) -> None:
     np = renderings["overlay-prod"].get("NetworkPolicy", "docquery-vllm")
-    sources = [(peer, tuple(p["port"] for p in rule["ports"])) for rule in np["spec"]["ingress"] for peer in rule["from"]]
+    sources = [
+        (peer, tuple(p["port"] for p in rule["ports"])) for rule in np["spec"]["ingress"] for peer in rule["from"]
+    ]
     assert sources == [
         ({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "docquery-query"}}}, (8000,)),
         (

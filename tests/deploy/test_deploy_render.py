@@ -1,11 +1,11 @@
 """Every overlay and component renders, and each says what it does."""
+
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 import deploy_support as ds
+import yaml
 from deploy_support import Rendering
 
 

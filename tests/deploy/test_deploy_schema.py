@@ -4,6 +4,7 @@ CRDs without a schema there (LeaderWorkerSet, CiliumNetworkPolicy) are the only
 warnings allowed; their structure is checked in test_deploy_render.py and by
 the checkov rules (which read LeaderWorkerSet pod templates).
 """
+
 from __future__ import annotations
 
 import re
@@ -37,9 +38,7 @@ def test_rendered_manifests_validate_strictly(kvalidate_bin: Path, renderings: d
 def test_validator_rejects_an_unknown_field(kvalidate_bin: Path, workdir: Path) -> None:
     """Guards the guard: strict mode must fail on a misspelt field."""
     bad = workdir / "typo.yaml"
-    bad.write_text(
-        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\nautomountServiceAcountToken: false\n"
-    )
+    bad.write_text("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\nautomountServiceAcountToken: false\n")
     proc = subprocess.run(
         [str(kvalidate_bin), "-k", f"{ds.K8S_VERSION}.0", "--strict", "--quiet", str(bad)],
         capture_output=True,
