@@ -18,6 +18,7 @@ from rich.console import Console
 
 from docquery.domain import Principal
 from docquery.errors import DocQueryError
+from docquery.evaluation.cli import register as register_eval
 from docquery.settings import Settings, SettingsError, load_settings
 from docquery.wiring import build_components
 
@@ -87,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(handler=_cmd_serve)
+
+    register_eval(sub)
 
     for ep in entry_points(group="docquery.commands"):
         ep.load()(sub)

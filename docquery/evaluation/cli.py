@@ -1,0 +1,65 @@
+"""``docquery eval retrieval DATASET_DIR``: the CLI face of ``runner.run_eval``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docquery.evaluation.metrics import METRIC_KEYS
+from docquery.evaluation.progress import Progress, RichProgress, default_progress
+from docquery.settings import Settings
+
+if TYPE_CHECKING:
+    from docquery.evaluation.runner import EvalResult
+
+EXIT_OK = 0
+
+
+def register(sub: Any) -> None:
+    """Adds ``eval retrieval`` to the ``docquery`` subcommands."""
+    ev = sub.add_parser("eval", help="evaluate the service's components")
+    ev_sub = ev.add_subparsers(dest="eval_command", required=True)
+    ret = ev_sub.add_parser("retrieval", help="nDCG@10, Recall@10/100 and MRR@10 on a BEIR-layout dataset")
+    ret.add_argument("dataset_dir", type=Path, help="directory with corpus.jsonl, queries.jsonl and qrels/")
+    ret.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default=None,
+                     help="search mode (default: the configured retrieval mode, hybrid)")  # fmt: skip
+    ret.add_argument("--split", choices=("test", "train", "dev"), default="test", help="qrels split (default test)")
+    ret.add_argument("--cache", type=Path, default=None, help="directory for cached embeddings (.npy)")
+    ret.add_argument("--max-tokens", type=int, default=256, help="chunk window in model tokens (default 256)")
+    ret.add_argument("--json", action="store_true", help="print one JSON object")
+    ret.set_defaults(handler=cmd_eval_retrieval)
+
+
+def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: numpy and the engine load only when this command runs.
+    from docquery.evaluation.runner import EvalConfig, run_eval
+    from docquery.wiring import build_embedder, fusion_params
+
+    embedder = build_embedder(settings)
+    config = EvalConfig(
+        mode=args.mode or settings.retrieval.mode, split=args.split, max_tokens=args.max_tokens, cache_dir=args.cache
+    )
+    # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
+    progress: Progress = default_progress()
+    try:
+        result = run_eval(args.dataset_dir, embedder, config, fusion=fusion_params(settings), progress=progress)
+    finally:
+        if isinstance(progress, RichProgress):
+            progress.close()
+    if args.json:
+        sys.stdout.write(json.dumps(result.as_json()) + "\n")
+    else:
+        sys.stdout.write(format_table(result))
+    return EXIT_OK
+
+
+def format_table(result: EvalResult) -> str:
+    lines = [
+        f"retrieval on {result.split} split, mode {result.mode}: {result.n_queries} queries, "
+        f"{result.n_docs} documents, {result.n_chunks} chunks, {result.seconds:.0f}s",
+    ]
+    lines += [f"  {key:<11} {result.metrics[key]:.4f}" for key in METRIC_KEYS]
+    return "\n".join(lines) + "\n"
