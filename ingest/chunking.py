@@ -26,16 +26,23 @@ class Tokenizer(Protocol):
 
 
 class HFTokenizer:
-    """Wraps a Hugging Face fast tokenizer (``LocalEmbedder.tokenizer``)."""
+    """Wraps a Hugging Face fast tokenizer (``LocalEmbedder.tokenizer``) or a ``tokenizers.Tokenizer``."""
 
     def __init__(self, hf_tokenizer: Any) -> None:
         from tokenizers import Tokenizer as RustTokenizer
 
+        backend = getattr(hf_tokenizer, "backend_tokenizer", hf_tokenizer)
         # A private copy: the bundled tokenizer.json pins truncation at 128, and the
         # embedder's own instance must not be reconfigured under it.
-        self._tok = RustTokenizer.from_str(hf_tokenizer.backend_tokenizer.to_str())
+        self._tok = RustTokenizer.from_str(backend.to_str())
         self._tok.no_truncation()
         self._tok.no_padding()
+
+    @classmethod
+    def from_file(cls, path: str) -> HFTokenizer:
+        from tokenizers import Tokenizer as RustTokenizer
+
+        return cls(RustTokenizer.from_file(path))
 
     def spans(self, texts: Sequence[str]) -> list[list[Span]]:
         encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)

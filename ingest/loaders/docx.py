@@ -75,7 +75,9 @@ class _Sections:
                     parts.append(run.text)
         text = self.budget.take("".join(parts))
         style = (para.style.name or "") if para.style is not None else ""
-        if style.startswith("Heading") and text.strip():
+        if style == "Title" and text.strip():
+            self.heading(0, text.strip())
+        elif style.startswith("Heading") and text.strip():
             level = int(style.split()[-1]) if style.split()[-1].isdigit() else 1
             self.heading(level, text.strip())
         elif text.strip():

@@ -1,0 +1,122 @@
+"""Discovery: globs, deterministic shards with no overlap and no gap, per-folder ACL files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docquery.collection import PUBLIC_GROUP
+from ingest.acl import ACL_FILE, AclResolver
+from ingest.discover import Filters, Shard, discover, parse_shard, shard_of
+from ingest.model import UsageError
+from tests.ingest_fixtures import write
+
+
+def _tree(root: Path) -> None:
+    write(root / ACL_FILE, "groups: [staff]\n")
+    for rel in ["a.md", "b.txt", "drafts/c.md", "drafts/deep/d.txt", "img/e.png", ".git/config", ".hidden.md"]:
+        write(root / rel, rel)
+
+
+def _rels(root: Path, **kw: object) -> list[str]:
+    filters = kw.pop("filters", Filters())
+    shard = kw.pop("shard", Shard())
+    found = discover([root], filters=filters, shard=shard, acl=AclResolver(None, ""))  # type: ignore[arg-type]
+    return [f.rel for f in found.files]
+
+
+def test_walk_is_sorted_and_skips_dot_entries(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    assert _rels(tmp_path) == ["a.md", "b.txt", "drafts/c.md", "drafts/deep/d.txt", "img/e.png"]
+
+
+@pytest.mark.parametrize(
+    ("include", "exclude", "expected"),
+    [
+        (("*.md",), (), ["a.md", "drafts/c.md"]),
+        ((), ("drafts/*",), ["a.md", "b.txt", "img/e.png"]),
+        (("*.md", "*.txt"), ("drafts/deep/*",), ["a.md", "b.txt", "drafts/c.md"]),
+        (("drafts/*",), ("*.txt",), ["drafts/c.md"]),
+    ],
+)
+def test_include_exclude(
+    tmp_path: Path, include: tuple[str, ...], exclude: tuple[str, ...], expected: list[str]
+) -> None:
+    _tree(tmp_path)
+    assert _rels(tmp_path, filters=Filters(include, exclude)) == expected
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shards_cover_everything_once(tmp_path: Path, n: int) -> None:
+    for i in range(60):
+        write(tmp_path / f"dir{i % 4}" / f"f{i}.txt", "x")
+    write(tmp_path / ACL_FILE, "public: true\n")
+    everything = _rels(tmp_path)
+    parts = [_rels(tmp_path, shard=Shard(i, n)) for i in range(n)]
+    union = [r for p in parts for r in p]
+    assert sorted(union) == sorted(everything) and len(union) == len(set(union))
+    if n > 1:
+        assert all(parts), "every shard gets some of 60 files"
+    # Deterministic: the shard depends only on the relative path.
+    assert [shard_of(r, n) for r in everything] == [shard_of(r, n) for r in everything]
+
+
+def test_parse_shard_forms() -> None:
+    assert parse_shard("2/4") == Shard(2, 4)
+    assert parse_shard(None) == Shard(0, 1)
+    for ref in ("$JOB_COMPLETION_INDEX/3", "${JOB_COMPLETION_INDEX}/3", "$(JOB_COMPLETION_INDEX)/3"):
+        assert parse_shard(ref, {"JOB_COMPLETION_INDEX": "1"}) == Shard(1, 3)
+    for bad in ("4/4", "-1/2", "a/b", "1", "0/0", "$UNSET/2"):
+        with pytest.raises(UsageError):
+            parse_shard(bad, {})
+
+
+def test_acl_nearest_file_wins_and_is_inherited(tmp_path: Path) -> None:
+    write(tmp_path / ACL_FILE, "groups: [staff, hr]\n")
+    write(tmp_path / "sec" / ACL_FILE, "groups: security\n")
+    write(tmp_path / "pub" / ACL_FILE, "public: true\n")
+    for rel in ["top.md", "sec/a.md", "sec/inner/b.md", "pub/c.md", "other/d.md"]:
+        write(tmp_path / rel, "x")
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(("fallback",), "--groups"))
+    acl = {f.rel: f.acl_groups for f in found.files}
+    assert acl == {
+        "top.md": ("hr", "staff"),
+        "sec/a.md": ("security",),
+        "sec/inner/b.md": ("security",),
+        "pub/c.md": (PUBLIC_GROUP,),
+        "other/d.md": ("hr", "staff"),
+    }
+    # The ingest root bounds the lookup: a file above the root does not apply.
+    found = discover([tmp_path / "other"], filters=Filters(), shard=Shard(), acl=AclResolver(("fallback",), "--groups"))
+    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [("d.md", ("fallback",), "--groups")]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["groups: []\n", "public: yes-please\n", "groups: [a]\npublic: true\n", "owners: [a]\n", "groups: [__public__]\n",
+     "- a\n- b\n", "groups: [a\n", "groups: ['has space']\n"],
+)  # fmt: skip
+def test_invalid_acl_files_are_usage_errors(tmp_path: Path, content: str) -> None:
+    write(tmp_path / ACL_FILE, content)
+    write(tmp_path / "a.md", "x")
+    with pytest.raises(UsageError, match=ACL_FILE):
+        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+
+
+def test_files_without_any_acl_are_refused(tmp_path: Path) -> None:
+    write(tmp_path / "covered" / ACL_FILE, "groups: [a]\n")
+    write(tmp_path / "covered" / "x.md", "x")
+    write(tmp_path / "bare" / "y.md", "y")
+    with pytest.raises(UsageError, match=r"no ACL for 1 file\(s\) \(bare/y.md\)"):
+        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+
+
+def test_symlink_outside_root_is_rejected(tmp_path: Path) -> None:
+    outside = write(tmp_path / "outside" / "secret.txt", "s")
+    root = tmp_path / "root"
+    write(root / "ok.txt", "ok")
+    (root / "link.txt").symlink_to(outside)
+    found = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+    assert [f.rel for f in found.files] == ["ok.txt"]
+    assert found.rejected == [(str(root / "link.txt"), "symlink points outside the ingest root")]
