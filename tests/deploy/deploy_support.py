@@ -250,6 +250,8 @@ _CONN_RE = re.compile(r"\{protocols:([^,}]+(?:, [A-Z]+)*),dst_ports:([^}]+)\}")
 def _endpoint(raw: str) -> str:
     """'docquery/docquery-query-1' -> 'docquery-query'; 'vault/vault-0' -> 'vault/vault'."""
     raw = raw.split("[", 1)[0].strip()
+    if "/" not in raw:  # an IP range, e.g. 0.0.0.0-255.255.255.255
+        return raw
     ns, _, name = raw.partition("/")
     name = re.sub(r"-\d+$", "", name)
     return name if ns == NAMESPACE else f"{ns}/{name}"

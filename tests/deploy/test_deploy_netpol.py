@@ -127,10 +127,12 @@ def test_nca_parser_reads_its_formats() -> None:
         "docquery/docquery-ingest-1 => kube-system/kube-dns-0 : {protocols:TCP, UDP,dst_ports:53}\n"
         "docquery/docquery-vllm-1 => docquery/docquery-vllm-worker-2 : All connections\n"
         "vault/vault-0 => kube-system/kube-dns-0 : All connections\n"
+        "docquery/docquery-query-1 => 0.0.0.0-255.255.255.255 : {protocols:TCP,dst_ports:443}\n"
     )
     assert ds.parse_nca(text) == {
         ds.Flow("docquery-query", "docquery-qdrant", "TCP", "6333"),
         ds.Flow("docquery-ingest", "kube-system/kube-dns", "TCP", "53"),
         ds.Flow("docquery-ingest", "kube-system/kube-dns", "UDP", "53"),
         ds.Flow("docquery-vllm", "docquery-vllm-worker", "ALL", "*"),
+        ds.Flow("docquery-query", "0.0.0.0-255.255.255.255", "TCP", "443"),
     }
