@@ -29,6 +29,13 @@ def test_everything_lives_in_the_docquery_namespace(renderings: dict[str, Render
                 assert d["metadata"].get("namespace") == ds.NAMESPACE, (r.name, d["kind"], d["metadata"]["name"])
 
 
+def test_everything_is_labelled_part_of_docquery(renderings: dict[str, Rendering]) -> None:
+    for r in renderings.values():
+        for d in r.docs:
+            labels = d["metadata"].get("labels") or {}
+            assert labels.get("app.kubernetes.io/part-of") == "docquery", (r.name, d["kind"], d["metadata"]["name"])
+
+
 def test_overlays_only_combine() -> None:
     allowed_keys = {"apiVersion", "kind", "resources", "components", "replicas", "patches"}
     for name in ds.overlay_names():
