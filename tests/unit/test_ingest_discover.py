@@ -120,3 +120,10 @@ def test_symlink_outside_root_is_rejected(tmp_path: Path) -> None:
     found = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
     assert [f.rel for f in found.files] == ["ok.txt"]
     assert found.rejected == [(str(root / "link.txt"), "symlink points outside the ingest root")]
+
+
+def test_examples_corpus_carries_its_own_acls() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    found = discover([examples], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+    by_folder = {f.rel.split("/")[0]: f.acl_groups for f in found.files}
+    assert by_folder == {"handbook": ("staff",), "security": ("security",), "public": (PUBLIC_GROUP,)}
