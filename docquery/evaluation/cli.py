@@ -28,7 +28,13 @@ def register(sub: Any) -> None:
                      help="search mode (default: the configured retrieval mode, hybrid)")  # fmt: skip
     ret.add_argument("--split", choices=("test", "train", "dev"), default="test", help="qrels split (default test)")
     ret.add_argument("--cache", type=Path, default=None, help="directory for cached embeddings (.npy)")
-    ret.add_argument("--max-tokens", type=int, default=256, help="chunk window in model tokens (default 256)")
+    ret.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        help="split documents longer than this many model tokens (default 256, the model's window); "
+        "0 keeps one chunk per document, truncated by the model, as the published baselines do",
+    )
     ret.add_argument("--json", action="store_true", help="print one JSON object")
     ret.set_defaults(handler=cmd_eval_retrieval)
 

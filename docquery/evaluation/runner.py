@@ -39,7 +39,7 @@ EVAL_GROUP = "eval"
 class EvalConfig:
     mode: SearchMode = "hybrid"
     split: str = "test"
-    max_tokens: int = 256  # the model's window, special tokens included
+    max_tokens: int = 256  # the model's window, special tokens included; 0: never split
     depth: int = 100  # documents kept per query (Recall@100 needs 100)
     cache_dir: Path | None = None
 
@@ -76,7 +76,14 @@ def tokenize_for(embedder: Embedder) -> Tokenize:
 
 
 def chunk_corpus(dataset: BeirDataset, tokenize: Tokenize, max_tokens: int) -> list[EvalChunk]:
+    """``max_tokens <= 0``: one chunk per document whatever its length; the embedder then
+    truncates it at its window, which is how MTEB/BEIR publish their dense baselines."""
     out: list[EvalChunk] = []
+    if max_tokens <= 0:
+        for doc in dataset.corpus.values():
+            text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
+            out.append(EvalChunk(doc.doc_id, 0, doc.title, text))
+        return out
     for doc in dataset.corpus.values():
         for i, text in enumerate(chunk_document(doc.title, doc.text, tokenize, max_tokens=max_tokens)):
             out.append(EvalChunk(doc.doc_id, i, doc.title, text))
