@@ -21,19 +21,19 @@ from docquery.settings import Settings
 from docquery.wiring import Components
 
 
-def get_components(request: Request) -> Components:
+async def get_components(request: Request) -> Components:
     components: Components | None = getattr(request.app.state, "components", None)
     if components is None:
         raise ApiError(503, "the service is starting", type_="unavailable", headers={"Retry-After": "1"})
     return components
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_ctx(request: Request) -> RequestContext:
+async def get_ctx(request: Request) -> RequestContext:
     ctx: RequestContext | None = getattr(request.state, "ctx", None)
     if ctx is None:  # only when the app runs without its middleware
         ctx = RequestContext(request_id="", method=request.method)
@@ -41,7 +41,7 @@ def get_ctx(request: Request) -> RequestContext:
     return ctx
 
 
-def get_audit(request: Request) -> AuditLog:
+async def get_audit(request: Request) -> AuditLog:
     audit: AuditLog = request.app.state.audit
     return audit
 

@@ -92,8 +92,10 @@ class RequestMiddleware:
                 chunk_ids=chunk_ids,
                 duration_ms=elapsed * 1000.0,
             )
-        if log.isEnabledFor(logging.INFO):
-            log.info(
+        # DEBUG: the audit record above is the per-request line at INFO; this one repeats it
+        # in text form for local debugging without a second write per request in production.
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
                 "request %s %s %s -> %d %s in %.1f ms principal=%r",
                 ctx.request_id,
                 ctx.method,

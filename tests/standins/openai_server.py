@@ -242,7 +242,9 @@ class StandInOpenAIServer:
     def __init__(self, config: StandInConfig | None = None) -> None:
         self.config = config or StandInConfig()
         self.stats = Stats()
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP;
+        # with proto 0, Nagle + delayed ACK add 40 ms to every keep-alive response.
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
@@ -298,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         reply=reply,
         embedding_dim=args.dim,
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     sys.stdout.write(f"PORT {sock.getsockname()[1]}\n")

@@ -6,7 +6,8 @@ import logging
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
+from pydantic import BaseModel
 
 from docquery.api.context import RequestContext
 from docquery.api.deps import ComponentsDep, CtxDep, QueryPrincipal, SettingsDep
@@ -32,14 +33,14 @@ _STREAM_DOC = {
 @router.post("/query", response_model=Answer, responses=_STREAM_DOC)  # type: ignore[arg-type]
 async def query(
     body: QueryRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
-) -> Answer | StreamingResponse:
+) -> Response:
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     trace = ctx.use_trace()
     if not body.stream:
         answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        return answer
+        return _json(answer)
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
@@ -68,11 +69,18 @@ async def _stream_body(
 @router.post("/search", response_model=SearchResponse)
 async def search(
     body: SearchRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
-) -> SearchResponse:
+) -> Response:
     text = check_question(body.query, settings, field="query")
     top_k = check_top_k(body.top_k, settings, default=10)
     trace = ctx.use_trace()
     hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
-    return SearchResponse(citations=c.pipeline.sanitize_citations(citations_for(hits)), request_id=ctx.request_id)
+    return _json(
+        SearchResponse(citations=c.pipeline.sanitize_citations(citations_for(hits)), request_id=ctx.request_id)
+    )
+
+
+def _json(model: BaseModel) -> Response:
+    # Already a validated model: serialise once (FastAPI's response_model would validate it again).
+    return Response(content=model.model_dump_json(), media_type="application/json")
