@@ -17,29 +17,43 @@ from ingest.model import LoadedDoc, Section
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_HIDDEN_ELEMENT = re.compile(
-    r"<(?P<tag>[a-zA-Z][a-zA-Z0-9]*)(?P<attrs>[^>]*)>(?P<body>.*?)</(?P=tag)\s*>",
-    re.S,
-)
+_OPEN_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]*)?>")
+_STYLE_ATTR = re.compile(r"style\s*=\s*[\"']([^\"']*)[\"']")
+
+
+def _attrs_hide(attrs: str) -> bool:
+    style = _STYLE_ATTR.search(attrs)
+    return bool(
+        re.search(r"(?:^|\s)hidden(?:\s|=|$)", attrs)
+        or re.search(r"aria-hidden\s*=\s*[\"']?true", attrs)
+        or (style and style_hides(style.group(1)))
+    )
+
+
+def _element_end(text: str, tag: str, start: int) -> tuple[int, int]:
+    """(body end, element end) of the element whose opening tag ends at ``start``; nesting-aware."""
+    depth = 1
+    for m in re.compile(rf"<(/?){tag}\b[^<>]*>", re.IGNORECASE).finditer(text, start):
+        depth += -1 if m.group(1) else 1
+        if depth == 0:
+            return m.start(), m.end()
+    return len(text), len(text)  # never closed: hidden to the end, as a browser would render it
 
 
 def _drop_hidden_html(text: str) -> tuple[str, int]:
-    hidden_chars = 0
-
-    def repl(m: re.Match[str]) -> str:
-        nonlocal hidden_chars
-        attrs = m.group("attrs").lower()
-        style = re.search(r"style\s*=\s*[\"']([^\"']*)[\"']", attrs)
-        if (
-            re.search(r"(?:^|\s)hidden(?:\s|=|$)", attrs)
-            or re.search(r"aria-hidden\s*=\s*[\"']?true", attrs)
-            or (style and style_hides(style.group(1)))
-        ):
-            hidden_chars += len(re.sub(r"<[^>]+>|\s", "", m.group("body")))
-            return ""
-        return m.group(0)
-
-    return _HIDDEN_ELEMENT.sub(repl, _HTML_COMMENT.sub("", text)), hidden_chars
+    """Removes HTML comments and hidden inline elements; returns (text, hidden characters)."""
+    text = _HTML_COMMENT.sub("", text)
+    out: list[str] = []
+    pos = hidden = 0
+    for m in _OPEN_TAG.finditer(text):
+        if m.start() < pos or not _attrs_hide((m.group(2) or "").lower()):
+            continue
+        body_end, end = _element_end(text, m.group(1), m.end())
+        hidden += len(re.sub(r"<[^>]+>|\s", "", text[m.end() : body_end]))
+        out.append(text[pos : m.start()])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), hidden
 
 
 def split_sections(text: str) -> list[tuple[list[str], str]]:

@@ -160,3 +160,12 @@ def test_docx_zip_bomb_is_refused_before_parsing() -> None:
         load(Path("bomb.docx"), make_zip_bomb_docx(2_000_000), LIMITS)
     # The same archive is fine under a higher limit.
     load(Path("bomb.docx"), make_zip_bomb_docx(2_000_000), Limits(10_000_000, 5_000_000))
+
+
+def test_markdown_hidden_html_is_nesting_aware_and_linear() -> None:
+    md = 'a <div style="display:none">x <div>inner</div> tail INJECT</div> b <span hidden>zz</span> c <br> d'
+    _, sections = _load("n.md", md)
+    assert sections[0][0] == "a  b  c <br> d" and sections[0][2] == {"hidden_html"}
+    # Many unclosed tags must not make the scan quadratic.
+    doc = load(Path("big.md"), ("<br> word " * 50_000).encode(), LIMITS)
+    assert doc.sections[0].flags == frozenset()
