@@ -172,6 +172,10 @@ class ServerIndex:
     def update_meta(self, fields: Mapping[str, Any]) -> None:
         self._call("update meta", self._client.set_payload, self.name, dict(fields), points=[_META_ID], wait=True)
 
+    def set_cipher(self, cipher: TextCipher | None) -> None:
+        """Chunk text encryption at rest; set after opening, since the cipher keeps its keys in the meta point."""
+        self._cipher = cipher
+
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""
 
