@@ -106,19 +106,27 @@ async def _chunks(
     sanitizer: Sanitizer,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
+
+    def encode(ev: StreamEvent) -> bytes:
+        nonlocal citations
+        if ev.event == "citations":
+            citations = [Citation.model_validate(x) for x in ev.data["citations"]]
+            return sse_data(_chunk(cid, created, {}, citations=ev.data["citations"]))
+        if ev.event == "delta":
+            return sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
+        if ev.event == "done":
+            footer = sources_footer(citations, sanitizer)
+            tail = sse_data(_chunk(cid, created, {"content": footer})) if footer else b""
+            return tail + sse_data(_chunk(cid, created, {}, "stop"))
+        return b""
+
     try:
-        yield sse_data(_chunk(cid, created, {"role": "assistant", "content": ""}))
-        async for ev in _all(head, events):
-            if ev.event == "citations":
-                citations = [Citation.model_validate(x) for x in ev.data["citations"]]
-                yield sse_data(_chunk(cid, created, {}, citations=ev.data["citations"]))
-            elif ev.event == "delta":
-                yield sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
-            elif ev.event == "done":
-                footer = sources_footer(citations, sanitizer)
-                if footer:
-                    yield sse_data(_chunk(cid, created, {"content": footer}))
-                yield sse_data(_chunk(cid, created, {}, "stop"))
+        # The role chunk and the primed events go out as one write.
+        yield sse_data(_chunk(cid, created, {"role": "assistant", "content": ""})) + b"".join(map(encode, head))
+        async for ev in events:
+            chunk = encode(ev)
+            if chunk:
+                yield chunk
         yield b"data: [DONE]\n\n"
     except Exception as exc:
         err = translate(exc)
@@ -130,10 +138,3 @@ async def _chunks(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-
-
-async def _all(head: list[StreamEvent], events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
-    for ev in head:
-        yield ev
-    async for ev in events:
-        yield ev

@@ -51,8 +51,8 @@ async def _stream_body(
     head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext
 ) -> AsyncIterator[bytes]:
     try:
-        for ev in head:
-            yield sse(ev.event, ev.data)
+        # The primed events go out as one chunk: one write instead of one per event.
+        yield b"".join(sse(ev.event, ev.data) for ev in head)
         async for ev in events:
             yield sse(ev.event, ev.data)
     except Exception as exc:
