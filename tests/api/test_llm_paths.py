@@ -191,3 +191,47 @@ def test_readyz_checks_the_llm(h: Harness, swap: Any) -> None:
     assert r.status_code == 503 and r.json()["checks"]["llm"] is False
     assert r.json()["error"]["type"] == "not_ready"
     assert h.client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_client_disconnect_mid_stream_frees_the_llm_slot(h: Harness, server: StandInOpenAIServer, swap: Any) -> None:
+    """Over a real socket: a client that goes away mid-answer must not leak an in-flight LLM slot."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    gen = llm_generator(server, max_concurrency=1)
+    swap(gen)
+    server.config.reply = [f"w{i} " for i in range(40)]
+    server.config.token_delay_s = 0.05
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uv = uvicorn.Server(uvicorn.Config(h.app, log_level="critical", lifespan="off"))
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not uv.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        url = f"http://127.0.0.1:{port}/v1/query"
+        with (
+            httpx.Client(timeout=5) as client,
+            client.stream("POST", url, json={**Q, "stream": True}, headers=AUTH) as r,
+        ):
+            assert r.status_code == 200
+            for line in r.iter_lines():
+                if line == "event: delta":
+                    break  # leave mid-answer: the connection closes here
+        deadline = time.monotonic() + 3
+        while gen.in_flight and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        assert gen.in_flight == 0  # type: ignore[attr-defined]
+        server.config.token_delay_s = 0.0
+        r2 = httpx.post(url, json=Q, headers=AUTH, timeout=5)
+        assert r2.status_code == 200
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=5)
+        sock.close()
