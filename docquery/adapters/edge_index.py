@@ -39,7 +39,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.adapters.fusion import FusionParams, fuse_convex
+from docquery.adapters.fusion import FusionParams, cosine_scores, fuse_convex
 from docquery.adapters.payload import (
     chunk_from_payload,
     chunk_payload,
@@ -218,8 +218,8 @@ class EdgeIndex:
             return self._hits(
                 self._query([QueryRequest(limit=limit, query=sparse_q, filter=flt, with_payload=True)])[0], None
             )
-        if self._fusion.method == "convex" and dense_q is not None and sparse_q is not None:
-            return self._convex(dense_q, sparse_q, flt, limit, fetch)
+        if self._fusion.method == "convex" and dense is not None and dense_q is not None and sparse_q is not None:
+            return self._convex(list(dense), dense_q, sparse_q, flt, limit=limit, fetch=fetch)
         fused = QueryRequest(
             limit=limit,
             prefetches=[
@@ -229,20 +229,20 @@ class EdgeIndex:
             query=self._fusion.edge_fusion(),
             filter=flt,
             with_payload=True,
-            with_vector=False,
+            with_vector=[DENSE_VECTOR],
         )
-        # The dense scores of the same candidates drive the relevance threshold:
-        # fused scores are ranks, not similarities.
-        dense_only = QueryRequest(limit=fetch, query=dense_q, filter=flt, with_payload=False, with_vector=False)
-        fused_points, dense_points = self._query([fused, dense_only])
-        return self._hits(fused_points, {str(p.id): float(p.score) for p in dense_points})
+        points = self._query([fused])[0]
+        stored = {str(p.id): (p.vector or {}).get(DENSE_VECTOR) for p in points}  # type: ignore[union-attr]
+        return self._hits(points, cosine_scores(list(dense or ()), stored))
 
-    def _convex(self, dense_q: Query, sparse_q: Query, flt: Filter, limit: int, fetch: int) -> list[Hit]:
+    def _convex(
+        self, dense: list[float], dense_q: Query, sparse_q: Query, flt: Filter, *, limit: int, fetch: int
+    ) -> list[Hit]:
         """Min-max convex fusion, client-side (Qdrant has none); both branches ACL-filtered in the engine."""
         dense_points, sparse_points = self._query(
             [
                 QueryRequest(limit=fetch, query=dense_q, filter=flt, with_payload=True, with_vector=False),
-                QueryRequest(limit=fetch, query=sparse_q, filter=flt, with_payload=True, with_vector=False),
+                QueryRequest(limit=fetch, query=sparse_q, filter=flt, with_payload=True, with_vector=[DENSE_VECTOR]),
             ]
         )
         points = {str(p.id): p for p in (*sparse_points, *dense_points)}
@@ -250,6 +250,9 @@ class EdgeIndex:
         fused = fuse_convex(
             dense_scores, {str(p.id): float(p.score) for p in sparse_points}, self._fusion.dense_share, limit
         )
+        # Hits found by BM25 alone still get their cosine, for the relevance threshold.
+        missing = {pid: (points[pid].vector or {}).get(DENSE_VECTOR) for pid, _ in fused if pid not in dense_scores}  # type: ignore[union-attr]
+        dense_scores.update(cosine_scores(dense, missing) if missing else {})
         hits = [
             Hit(
                 chunk=chunk_from_payload(pid, points[pid].payload or {}, self._cipher),

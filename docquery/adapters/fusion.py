@@ -13,10 +13,11 @@ Three methods (docs/benchmarks.md has the train-split tuning behind the default)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from qdrant_edge import Fusion
 
 FusionMethod = Literal["rrf", "dbsf", "convex"]
@@ -69,3 +70,18 @@ def fuse_convex(
     d, s = _minmax(dense), _minmax(sparse)
     fused = {k: dense_share * d.get(k, 0.0) + (1.0 - dense_share) * s.get(k, 0.0) for k in d.keys() | s.keys()}
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def cosine_scores(query: Sequence[float], stored: Mapping[str, Any]) -> dict[str, float]:
+    """Cosine of the query with each hit's stored dense vector (id -> vector, or None).
+
+    Fused scores are not similarities, and the relevance threshold needs one for every
+    hit. The engine stores cosine vectors at unit length, so one dot product per hit
+    replaces a second filtered search over the collection.
+    """
+    q = np.asarray(query, dtype=np.float64)
+    norm = float(np.linalg.norm(q))
+    if norm == 0.0:
+        return {}
+    q /= norm
+    return {pid: float(np.dot(q, np.asarray(v, dtype=np.float64))) for pid, v in stored.items() if v is not None}

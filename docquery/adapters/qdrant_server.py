@@ -24,7 +24,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from qdrant_edge import Bm25
 
-from docquery.adapters.fusion import FusionParams, fuse_convex
+from docquery.adapters.fusion import FusionParams, cosine_scores, fuse_convex
 from docquery.adapters.payload import (
     chunk_from_payload,
     chunk_payload,
@@ -251,15 +251,11 @@ class ServerIndex:
             filter=flt,
             limit=limit,
             with_payload=True,
-            with_vector=False,
+            with_vector=[DENSE_VECTOR],
         )
-        # The dense scores of the same candidates drive the relevance threshold:
-        # fused scores are ranks, not similarities.
-        dense_only = models.QueryRequest(
-            query=dense_q, using=DENSE_VECTOR, filter=flt, limit=fetch, with_payload=False, with_vector=False
-        )
-        fused_points, dense_points = self._batch([fused, dense_only])
-        return self._hits(fused_points, {str(p.id): float(p.score) for p in dense_points})
+        points = self._batch([fused])[0]
+        stored = {str(p.id): _dense_of(p) for p in points}
+        return self._hits(points, cosine_scores(dense_q, stored))
 
     def _server_fusion(self) -> models.RrfQuery | models.FusionQuery:
         if self._fusion.method == "dbsf":
@@ -272,7 +268,14 @@ class ServerIndex:
         """Min-max convex fusion, done client-side as in ``EdgeIndex``: Qdrant has no such fusion."""
         reqs = [
             models.QueryRequest(query=dense_q, using=DENSE_VECTOR, filter=flt, limit=fetch, with_payload=True),
-            models.QueryRequest(query=sparse_q, using=SPARSE_VECTOR, filter=flt, limit=fetch, with_payload=True),
+            models.QueryRequest(
+                query=sparse_q,
+                using=SPARSE_VECTOR,
+                filter=flt,
+                limit=fetch,
+                with_payload=True,
+                with_vector=[DENSE_VECTOR],
+            ),
         ]
         dense_points, sparse_points = self._batch(reqs)
         points = {str(p.id): p for p in (*sparse_points, *dense_points)}
@@ -280,6 +283,9 @@ class ServerIndex:
         fused = fuse_convex(
             dense_scores, {str(p.id): float(p.score) for p in sparse_points}, self._fusion.dense_share, limit
         )
+        # Hits found by BM25 alone still get their cosine, for the relevance threshold.
+        missing = {pid: _dense_of(points[pid]) for pid, _ in fused if pid not in dense_scores}
+        dense_scores.update(cosine_scores(dense_q, missing) if missing else {})
         hits = [
             Hit(
                 chunk=chunk_from_payload(pid, points[pid].payload or {}, self._cipher),
@@ -400,6 +406,10 @@ class ServerIndex:
             return fn(*args, **kwargs)
         except Exception as exc:
             raise VectorIndexError(operation, _safe(exc)) from None
+
+
+def _dense_of(point: models.ScoredPoint) -> Any:
+    return point.vector.get(DENSE_VECTOR) if isinstance(point.vector, dict) else None
 
 
 def _safe(exc: Exception) -> str:

@@ -149,6 +149,21 @@ def test_hybrid_without_text_falls_back_to_dense(opener: Opener, hash_embedder: 
     assert hits[0].score == hits[0].dense_score
 
 
+@both
+@pytest.mark.parametrize("method", ["dbsf", "rrf", "convex"])
+def test_every_hybrid_hit_carries_its_dense_cosine(opener: Opener, hash_embedder: HashEmbedder, method: Any) -> None:
+    """The refusal threshold reads ``dense_score``: hits found by BM25 alone need one too."""
+    index = opener(hash_embedder, fusion=FusionParams(method=method))
+    ingest_corpus(index, hash_embedder)
+    index.upsert([make_chunk(hash_embedder, f"filler{i}", f"unrelated words number {i}", ("hr",)) for i in range(5)])
+    question = "payroll vpn holidays"
+    cosine = {h.chunk.id: h.dense_score for h in search(index, hash_embedder, question, {"hr", "eng"}, "dense", 50)}
+    hits = search(index, hash_embedder, question, {"hr", "eng"}, "hybrid", 8)
+    assert len(hits) == 8
+    for h in hits:
+        assert h.dense_score == pytest.approx(cosine[h.chunk.id], abs=1e-5)
+
+
 # -- access control ----------------------------------------------------------
 @both
 @pytest.mark.parametrize("mode", MODES)
