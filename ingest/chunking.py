@@ -10,7 +10,7 @@ the section text (token offsets map back to characters).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,11 +128,50 @@ def split_text(text: str, spans: list[Span], spec: ChunkSpec) -> list[str]:
     return out
 
 
+def _spans_in_groups(tokenizer: Tokenizer, texts: list[str]) -> Iterator[list[Span]]:
+    """Batch-tokenizes (fast), about one block's worth of text at a time, lazily."""
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        if group and size + len(text) > BLOCK_CHARS:
+            yield from tokenizer.spans(group)
+            group, size = [], 0
+        group.append(text)
+        size += len(text)
+    if group:
+        yield from tokenizer.spans(group)
+
+
+# Sections longer than this are tokenized in blocks (cut at a paragraph, line or word break), so a
+# 50 MB text file never materialises tens of millions of token offsets at once.
+BLOCK_CHARS = 100_000
+
+
+def _blocks(section: Section) -> list[Section]:
+    text = section.text
+    if len(text) <= BLOCK_CHARS:
+        return [section]
+    out: list[Section] = []
+    start = 0
+    while start < len(text):
+        end = min(start + BLOCK_CHARS, len(text))
+        if end < len(text):
+            floor = start + BLOCK_CHARS // 2
+            for sep in ("\n\n", "\n", " "):
+                cut = text.rfind(sep, floor, end)
+                if cut > 0:
+                    end = cut + len(sep)
+                    break
+        out.append(Section(text=text[start:end], page=section.page, flags=section.flags))
+        start = end
+    return out
+
+
 def chunk_sections(sections: Sequence[Section], tokenizer: Tokenizer, spec: ChunkSpec) -> list[TextChunk]:
+    sections = [b for s in sections for b in _blocks(s)]
     texts = [s.text for s in sections]
-    all_spans = tokenizer.spans(texts) if texts else []
     out: list[TextChunk] = []
-    for section, spans in zip(sections, all_spans, strict=True):
+    for section, spans in zip(sections, _spans_in_groups(tokenizer, texts), strict=True):
         pieces = split_text(section.text, spans, spec)
         if not pieces and section.flags:
             # A section whose only content was hidden still records its flag on the document.

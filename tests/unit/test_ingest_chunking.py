@@ -80,3 +80,12 @@ def test_chunks_cover_all_tokens_within_size(text: str, size: int, overlap: int)
         if spans:
             assert chunks[0].startswith(text[spans[0][0] : spans[0][1]])
             assert chunks[-1].endswith(text[spans[-1][0] : spans[-1][1]])
+
+
+def test_very_long_sections_are_tokenized_in_blocks() -> None:
+    para = "Word " * 40 + "end.\n\n"
+    text = para * 3000  # about 700 KB, several blocks
+    out = chunk_sections([Section(text, page="p. 1")], TOKENIZER, ChunkSpec(size=200, overlap=30))
+    assert all(_tokens(c.text) <= 200 for c in out)
+    assert sum(c.text.count("end.") for c in out) >= 3000
+    assert {c.page for c in out} == {"p. 1"}
