@@ -165,6 +165,18 @@ class EdgeIndex:
     def flush(self) -> None:
         self._shard.flush()
 
+    def optimize(self) -> bool:
+        """Build the HNSW and payload-indexed segments; blocks until done (minutes at 100k chunks).
+
+        Edge never optimizes on its own: without this, every search is an exact scan of the
+        filtered points (docs/benchmarks.md, "Search latency": hybrid p50 11.5 ms plain
+        against 4.8 ms optimized at 100k). Call it after a bulk ingest.
+        """
+        try:
+            return bool(self._shard.optimize())
+        except Exception as exc:
+            raise VectorIndexError("optimize", _safe(exc)) from None
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:

@@ -179,6 +179,10 @@ class ServerIndex:
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""
 
+    def optimize(self) -> bool:
+        """The server's optimizers run on their own (local mode scans): nothing to do."""
+        return False
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:

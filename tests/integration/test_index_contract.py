@@ -375,6 +375,16 @@ def test_edge_data_survives_a_restart(opener: Opener, hash_embedder: HashEmbedde
     assert [(h.chunk.id, round(h.score, 6)) for h in after] == [(h.chunk.id, round(h.score, 6)) for h in before]
 
 
+@both
+def test_optimize_keeps_every_search_result(opener: Opener, hash_embedder: HashEmbedder) -> None:
+    index = opener(hash_embedder)
+    ingest_corpus(index, hash_embedder)
+    before = {m: comparable(search(index, hash_embedder, "payroll vpn", {"hr", "eng"}, m)) for m in MODES}
+    index.optimize()
+    after = {m: comparable(search(index, hash_embedder, "payroll vpn", {"hr", "eng"}, m)) for m in MODES}
+    assert after == before
+
+
 # -- server-only: connection and errors -------------------------------------------
 def test_server_errors_name_the_operation_not_the_content() -> None:
     embedder = HashEmbedder()
