@@ -37,6 +37,9 @@ _REF_DEF = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*(\S+).*$", re.MULTILINE)
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*([^)\s]*)[^)]*\)", re.DOTALL)
 _DANGEROUS_SCHEME = re.compile(r"(?i)(?:\b(?:javascript|vbscript)\s*:|\bdata:(?=[^\s])|\bfile:(?=/))[^\s)\]]*")
 _URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|(?<![\w/])//|\bwww\.)[^\s<>()\[\]\"'`]+")
+# Every rule needs one of these: "[" (images, links, definitions), ":" (schemes), "/" (//host),
+# "<" (HTML), "!" (the bang pass) or "www." (bare hosts).
+_TRIGGERS = re.compile(r"(?i)[\[:/<!]|www\.")
 _BANG_BEFORE_BRACKET = re.compile(r"!+(?=\s*\[)")
 _HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
 _UNSAFE_URL_CHARS = re.compile(r"[\\%\s\x00-\x1f\x7f]")
@@ -64,6 +67,8 @@ class Sanitizer:
         return any(host == a or host.endswith("." + a) for a in self._allow)
 
     def __call__(self, text: str) -> str:
+        if not _TRIGGERS.search(text):
+            return text  # no rule below can match: skip the passes (most chunks and deltas)
         text = _INLINE_IMAGE.sub(IMAGE_REMOVED, text)
         text = _REF_IMAGE.sub(IMAGE_REMOVED, text)
         text = _REF_DEF.sub(lambda m: m.group(0) if self.host_allowed(m.group(1)) else "", text)
