@@ -11,8 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from docquery.settings import Settings  # noqa: E402
-from tests.fakes import HashEmbedder  # noqa: E402
+from docquery.settings import Settings
+from tests.fakes import HashEmbedder
 
 
 @pytest.fixture(autouse=True)

@@ -58,7 +58,9 @@ def _ask(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
     return out
 
 
-def test_ask_answers_with_citations_for_an_entitled_caller(demo_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ask_answers_with_citations_for_an_entitled_caller(
+    demo_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     answer = _ask(capsys, "--as-groups", "staff")
     assert answer["mode"] == "extractive"
     assert answer["citations"], "an entitled caller gets citations"
@@ -73,7 +75,9 @@ def test_caller_without_groups_gets_nothing(demo_index: Path, capsys: pytest.Cap
     assert "30 days" not in answer["answer"]
 
 
-def test_caller_without_the_group_gets_not_even_a_citation(demo_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_caller_without_the_group_gets_not_even_a_citation(
+    demo_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     answer = _ask(capsys, "--as-groups", "security,contractors")
     sources = {c["source"] for c in answer["citations"]}
     assert not sources & {"expenses.txt", "onboarding.md"}
