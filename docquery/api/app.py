@@ -14,10 +14,8 @@ The prod profile refuses to build an app without an auth configuration.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import logging
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -44,14 +42,6 @@ AUTH_REQUIRED_MESSAGE = (
 )
 
 
-def _cache_missing_optional_imports() -> None:
-    """httpcore runs ``import sniffio`` (optional, not installed) on every pooled request;
-    a failed import searches sys.path each time, about 1 ms of stat calls per LLM call.
-    A ``None`` entry in sys.modules makes that import fail at once, as it would anyway."""
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
 def create_app(
     settings: Settings,
     *,
@@ -59,7 +49,6 @@ def create_app(
     factory: ComponentsFactory | None = None,
     secrets: SecretSource | None = None,
 ) -> FastAPI:
-    _cache_missing_optional_imports()
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
     auth = Authenticator(settings.auth, source)
     if not auth.configured():
