@@ -94,8 +94,12 @@ class RetrievalSettings(BaseModel):
     mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
     top_k: int = Field(default=5, ge=1, le=50)
     max_top_k: int = Field(default=50, ge=1, le=200)
-    prefetch_limit: int = Field(default=50, ge=1, le=1000)
-    # Fusion weights for (dense, sparse); see docs/benchmarks.md for how they were tuned.
+    # DBSF normalises each branch over its fetched list: 100 candidates are level with
+    # 200 on the SciFact train split, 50 lose 0.007 nDCG@10 (docs/benchmarks.md).
+    prefetch_limit: int = Field(default=100, ge=1, le=1000)
+    # Hybrid fusion: "dbsf" was best on the train split and runs inside Qdrant.
+    fusion: Literal["dbsf", "rrf", "convex"] = "dbsf"
+    # Weights for (dense, sparse), used by rrf and convex.
     rrf_k: int = Field(default=60, ge=1)
     dense_weight: float = Field(default=1.0, ge=0.0)
     sparse_weight: float = Field(default=1.0, ge=0.0)

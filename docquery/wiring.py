@@ -134,7 +134,11 @@ def generator_kind(s: Settings) -> str:
 def fusion_params(s: Settings) -> FusionParams:
     r = s.retrieval
     return FusionParams(
-        rrf_k=r.rrf_k, dense_weight=r.dense_weight, sparse_weight=r.sparse_weight, prefetch_limit=r.prefetch_limit
+        method=r.fusion,
+        rrf_k=r.rrf_k,
+        dense_weight=r.dense_weight,
+        sparse_weight=r.sparse_weight,
+        prefetch_limit=r.prefetch_limit,
     )
 
 

@@ -31,7 +31,7 @@ class FusionParams:
     rrf_k: int = 60
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
-    prefetch_limit: int = 50
+    prefetch_limit: int = 100
 
     @property
     def weights(self) -> list[float]:
