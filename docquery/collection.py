@@ -30,6 +30,10 @@ META_POINT_ID = uuid.uuid5(_ID_NAMESPACE, "docquery:meta")
 
 class Kind(StrEnum):
     CHUNK = "chunk"
+    # A chunk the ingest-time injection scan flagged while quarantine is on. It is
+    # stored (for audit and for a later release) but its kind keeps it out of every
+    # search: the search filter asks for kind == chunk, so no extra clause is needed.
+    QUARANTINED_CHUNK = "quarantined_chunk"
     DOCUMENT = "document"
     META = "meta"
 
@@ -60,7 +64,20 @@ class Key(StrEnum):
 
 INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.ROOT, Key.CONTENT_SHA256)
 INDEXED_BOOLS = (Key.QUARANTINED,)
-SCHEMA_VERSION = 1
+# 2: quarantined chunks are their own kind (was: kind=chunk plus quarantined=true).
+SCHEMA_VERSION = 2
+CHUNK_KINDS = (Kind.CHUNK.value, Kind.QUARANTINED_CHUNK.value)
+
+
+class SchemaVersionError(VectorIndexError):
+    """The collection was written by a build with another payload layout."""
+
+    def __init__(self, collection: str, stored: object) -> None:
+        super().__init__(
+            "open collection",
+            f"collection {collection!r} has payload schema version {stored!r}, this build needs "
+            f"{SCHEMA_VERSION}; re-ingest into a new collection",
+        )
 
 
 class ModelMismatchError(VectorIndexError):

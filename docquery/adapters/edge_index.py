@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from qdrant_edge import (
     Bm25,
     CountRequest,
@@ -49,14 +48,17 @@ from docquery.adapters.payload import (
     sort_hits_key,
 )
 from docquery.collection import (
+    CHUNK_KINDS,
     DENSE_VECTOR,
     INDEXED_BOOLS,
     INDEXED_KEYWORDS,
     META_POINT_ID,
+    SCHEMA_VERSION,
     SPARSE_VECTOR,
     Key,
     Kind,
     ModelMismatchError,
+    SchemaVersionError,
     document_point_id,
     model_fingerprint,
 )
@@ -65,15 +67,15 @@ from docquery.errors import VectorIndexError
 from docquery.ports import SearchMode, TextCipher
 
 _SCROLL_PAGE = 512
-# qdrant-edge 0.9.0 reads a Python ``True`` in MatchValue as the integer 1, which never
-# matches a stored JSON boolean: ``must_not quarantined == True`` then excluded nothing and
-# quarantined chunks were served. numpy's bool converts to a real boolean. The shared
-# adapter suite (tests/integration/test_index_contract.py) pins this.
-_TRUE: Any = np.bool_(True)
 
 
 def _kind(kind: Kind) -> FieldCondition:
     return FieldCondition(key=Key.KIND, match=MatchValue(kind.value))
+
+
+def _any_chunk() -> FieldCondition:
+    """Chunks of every kind, quarantined included: for maintenance, never for search."""
+    return FieldCondition(key=Key.KIND, match=MatchAny(any=list(CHUNK_KINDS)))
 
 
 def _doc(doc_id: str) -> FieldCondition:
@@ -83,9 +85,9 @@ def _doc(doc_id: str) -> FieldCondition:
 def acl_chunk_filter(acl: AclFilter) -> Filter:
     # Applied inside the vector query (and each prefetch): post-filtering top-k
     # would both leak timing and starve callers of their own documents.
+    # kind == chunk also excludes quarantined chunks (their own kind), documents and meta.
     return Filter(
         must=[_kind(Kind.CHUNK), FieldCondition(key=Key.ACL_GROUPS, match=MatchAny(any=list(acl.labels)))],
-        must_not=[FieldCondition(key=Key.QUARANTINED, match=MatchValue(_TRUE))],
     )
 
 
@@ -145,6 +147,9 @@ class EdgeIndex:
             )
             self._shard.flush()
             return
+        if meta.get(Key.SCHEMA_VERSION) != SCHEMA_VERSION:
+            self.close()
+            raise SchemaVersionError(self.name, meta.get(Key.SCHEMA_VERSION))
         stored = model_fingerprint(str(meta.get(Key.MODEL_ID)), int(meta.get(Key.DIMENSION, 0)))
         if stored != wanted:
             self.close()
@@ -301,7 +306,7 @@ class EdgeIndex:
 
     def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str] = ()) -> int:
         flt = Filter(
-            must=[_kind(Kind.CHUNK), _doc(doc_id)],
+            must=[_any_chunk(), _doc(doc_id)],
             must_not=[HasIdCondition({uuid.UUID(i) for i in keep_ids})] if keep_ids else None,
         )
         n = self._shard.count(CountRequest(filter=flt, exact=True))
@@ -310,13 +315,13 @@ class EdgeIndex:
         return n
 
     def count_chunks(self, doc_id: str | None = None) -> int:
-        must: list[Any] = [_kind(Kind.CHUNK)]
+        must: list[Any] = [_any_chunk()]
         if doc_id:
             must.append(_doc(doc_id))
         return self._shard.count(CountRequest(filter=Filter(must=must), exact=True))
 
     def chunk_ids(self, doc_id: str) -> list[str]:
-        return [str(r.id) for r in self._scroll(Filter(must=[_kind(Kind.CHUNK), _doc(doc_id)]), payload=False)]
+        return [str(r.id) for r in self._scroll(Filter(must=[_any_chunk(), _doc(doc_id)]), payload=False)]
 
     # -- DocumentCatalog -------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:

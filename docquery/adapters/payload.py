@@ -16,7 +16,7 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
     # with a wider ACL) it no longer decrypts.
     text = cipher.encrypt(c.text, aad=c.id) if cipher is not None else c.text
     return {
-        Key.KIND: Kind.CHUNK.value,
+        Key.KIND: (Kind.QUARANTINED_CHUNK if item.quarantined else Kind.CHUNK).value,
         Key.DOC_ID: c.doc_id,
         Key.SOURCE: c.source,
         Key.TITLE: c.title,

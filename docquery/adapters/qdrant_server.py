@@ -34,14 +34,17 @@ from docquery.adapters.payload import (
     sort_hits_key,
 )
 from docquery.collection import (
+    CHUNK_KINDS,
     DENSE_VECTOR,
     INDEXED_BOOLS,
     INDEXED_KEYWORDS,
     META_POINT_ID,
+    SCHEMA_VERSION,
     SPARSE_VECTOR,
     Key,
     Kind,
     ModelMismatchError,
+    SchemaVersionError,
     document_point_id,
     model_fingerprint,
 )
@@ -58,6 +61,11 @@ def _kind(kind: Kind) -> models.FieldCondition:
     return models.FieldCondition(key=Key.KIND, match=models.MatchValue(value=kind.value))
 
 
+def _any_chunk() -> models.FieldCondition:
+    """Chunks of every kind, quarantined included: for maintenance, never for search."""
+    return models.FieldCondition(key=Key.KIND, match=models.MatchAny(any=list(CHUNK_KINDS)))
+
+
 def _doc(doc_id: str) -> models.FieldCondition:
     return models.FieldCondition(key=Key.DOC_ID, match=models.MatchValue(value=doc_id))
 
@@ -65,12 +73,12 @@ def _doc(doc_id: str) -> models.FieldCondition:
 def acl_chunk_filter(acl: AclFilter) -> models.Filter:
     # Applied inside the vector query and each prefetch: post-filtering top-k
     # would both leak timing and starve callers of their own documents.
+    # kind == chunk also excludes quarantined chunks (their own kind), documents and meta.
     return models.Filter(
         must=[
             _kind(Kind.CHUNK),
             models.FieldCondition(key=Key.ACL_GROUPS, match=models.MatchAny(any=list(acl.labels))),
         ],
-        must_not=[models.FieldCondition(key=Key.QUARANTINED, match=models.MatchValue(value=True))],
     )
 
 
@@ -158,6 +166,9 @@ class ServerIndex:
             point = models.PointStruct(id=_META_ID, vector={}, payload=meta_payload(model_id, dimension))
             self._call("write meta", self._client.upsert, self.name, [point], wait=True)
             return
+        if meta.get(Key.SCHEMA_VERSION) != SCHEMA_VERSION:
+            self.close()
+            raise SchemaVersionError(self.name, meta.get(Key.SCHEMA_VERSION))
         stored = model_fingerprint(str(meta.get(Key.MODEL_ID)), int(meta.get(Key.DIMENSION, 0)))
         if stored != wanted:
             self.close()
@@ -324,7 +335,7 @@ class ServerIndex:
 
     def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str] = ()) -> int:
         flt = models.Filter(
-            must=[_kind(Kind.CHUNK), _doc(doc_id)],
+            must=[_any_chunk(), _doc(doc_id)],
             must_not=[models.HasIdCondition(has_id=[str(uuid.UUID(i)) for i in keep_ids])] if keep_ids else None,
         )
         n = self._count(flt)
@@ -333,13 +344,13 @@ class ServerIndex:
         return n
 
     def count_chunks(self, doc_id: str | None = None) -> int:
-        must: list[models.Condition] = [_kind(Kind.CHUNK)]
+        must: list[models.Condition] = [_any_chunk()]
         if doc_id:
             must.append(_doc(doc_id))
         return self._count(models.Filter(must=must))
 
     def chunk_ids(self, doc_id: str) -> list[str]:
-        return [str(r.id) for r in self._scroll(models.Filter(must=[_kind(Kind.CHUNK), _doc(doc_id)]), payload=False)]
+        return [str(r.id) for r in self._scroll(models.Filter(must=[_any_chunk(), _doc(doc_id)]), payload=False)]
 
     # -- DocumentCatalog -------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
