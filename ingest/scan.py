@@ -11,7 +11,7 @@ Flags:
   sections where hidden content was dropped.
 
 With ``DOCQUERY_INGEST__QUARANTINE_FLAGGED=true`` (the default) flagged chunks are
-stored with ``quarantined=true`` and are never retrievable; set it to false to
+stored as ``kind=quarantined_chunk`` and are never retrievable; set it to false to
 keep them searchable with their flags.
 """
 
