@@ -133,6 +133,8 @@ class IngestSettings(BaseModel):
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     max_expanded_bytes: int = Field(default=200 * 1024 * 1024, ge=1)
     quarantine_flagged: bool = True
+    # Build the search index (HNSW, indexed payload segments) at the end of a run that wrote chunks.
+    optimize: bool = True
     upsert_batch: int = Field(default=256, ge=1)
     embed_batch: int = Field(default=256, ge=1)  # chunks per embed call, batched across documents
     progress_interval_s: float = Field(default=10.0, ge=0.0)  # plain progress lines (non-TTY); 0 = every batch

@@ -151,6 +151,12 @@ def run_ingest(
                 )
             _apply_deletes(index, plan, report)
             index.flush()
+            if cfg.optimize and report.chunks_written:
+                # Edge never builds its HNSW/payload-indexed segments by itself; without
+                # this, every search scans (docs/benchmarks.md, "Search latency").
+                t_opt = time.monotonic()
+                index.optimize()
+                log.info("index optimized in %.2fs", time.monotonic() - t_opt)
         except DocQueryError as exc:
             # Something may already be written, so this is not a usage error: report it (exit 1).
             # A re-run converges (pending records, deterministic ids).
