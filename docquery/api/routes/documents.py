@@ -26,7 +26,8 @@ async def list_documents(principal: QueryPrincipal, c: ComponentsDep, ctx: CtxDe
         DocumentInfo(
             doc_id=r.doc_id,
             source=r.source,
-            title=r.title,
+            # Titles come from documents: sanitised like citation titles (a UI may render them).
+            title=c.pipeline.sanitizer(r.title),
             chunk_count=r.chunk_count,
             ingested_at=r.ingested_at,
             status=r.status,
