@@ -13,7 +13,9 @@ One Qdrant collection holds three kinds of points, told apart by ``kind``:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from docquery.errors import VectorIndexError
 
@@ -106,3 +108,13 @@ def document_point_id(doc_id: str) -> str:
 
 def model_fingerprint(model_id: str, dimension: int) -> str:
     return f"{model_id}@{dimension}"
+
+
+def check_collection_meta(collection: str, meta: Mapping[str, Any], model_id: str, dimension: int) -> None:
+    """Refuse a collection written with another payload schema or another embedding model."""
+    if meta.get(Key.SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise SchemaVersionError(collection, meta.get(Key.SCHEMA_VERSION))
+    stored = model_fingerprint(str(meta.get(Key.MODEL_ID)), int(meta.get(Key.DIMENSION, 0)))
+    wanted = model_fingerprint(model_id, dimension)
+    if stored != wanted:
+        raise ModelMismatchError(collection, stored, wanted)

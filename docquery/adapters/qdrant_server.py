@@ -39,14 +39,11 @@ from docquery.collection import (
     INDEXED_BOOLS,
     INDEXED_KEYWORDS,
     META_POINT_ID,
-    SCHEMA_VERSION,
     SPARSE_VECTOR,
     Key,
     Kind,
-    ModelMismatchError,
-    SchemaVersionError,
+    check_collection_meta,
     document_point_id,
-    model_fingerprint,
 )
 from docquery.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
 from docquery.errors import VectorIndexError
@@ -160,19 +157,16 @@ class ServerIndex:
                 self._client.create_payload_index(self.name, key.value, models.PayloadSchemaType.BOOL, wait=True)
 
     def _check_or_write_meta(self, model_id: str, dimension: int) -> None:
-        wanted = model_fingerprint(model_id, dimension)
         meta = self.read_meta()
         if meta is None:
             point = models.PointStruct(id=_META_ID, vector={}, payload=meta_payload(model_id, dimension))
             self._call("write meta", self._client.upsert, self.name, [point], wait=True)
             return
-        if meta.get(Key.SCHEMA_VERSION) != SCHEMA_VERSION:
+        try:
+            check_collection_meta(self.name, meta, model_id, dimension)
+        except VectorIndexError:
             self.close()
-            raise SchemaVersionError(self.name, meta.get(Key.SCHEMA_VERSION))
-        stored = model_fingerprint(str(meta.get(Key.MODEL_ID)), int(meta.get(Key.DIMENSION, 0)))
-        if stored != wanted:
-            self.close()
-            raise ModelMismatchError(self.name, stored, wanted)
+            raise
 
     def read_meta(self) -> dict[str, Any] | None:
         recs = self._call(
