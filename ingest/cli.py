@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
     else:
-        report.print(Console())
+        report.render(Console())
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

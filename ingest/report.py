@@ -60,7 +60,7 @@ class Report:
             out["error"] = self.error
         return out
 
-    def print(self, console: Console) -> None:
+    def render(self, console: Console) -> None:
         if self.plan is not None:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():

@@ -31,7 +31,7 @@ def test_table_escapes_markup_in_paths() -> None:
     report = Report(unchanged=3)
     report.fail("/docs/[red]x[/red].txt", "unsupported file type '.bin'")
     buf = io.StringIO()
-    report.print(Console(file=buf, width=120))
+    report.render(Console(file=buf, width=120))
     text = buf.getvalue()
     assert "[red]x[/red].txt" in text and "unchanged" in text
 
