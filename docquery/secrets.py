@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import SecretStr
 
 from docquery.errors import DocQueryError
-from docquery.settings import ENV_PREFIX, SECRET_FILES, Profile
+from docquery.settings import ENV_PREFIX, SECRET_FILES, Profile, contract_secret_env_var
 
 if TYPE_CHECKING:
     from docquery.settings import Settings
@@ -229,8 +229,7 @@ def env_var_for(name: str) -> str:
     ``DOCQUERY_LLM__API_KEY``); any other secret ``x-y.json`` -> ``DOCQUERY_SECRET__X_Y``.
     """
     if name in SECRET_FILES:
-        section, key = SECRET_FILES[name]
-        return f"{ENV_PREFIX}{section}__{key}".upper()
+        return contract_secret_env_var(name)
     stem = name.removesuffix(".json")
     return f"{ENV_PREFIX}SECRET__" + re.sub(r"[^A-Za-z0-9]", "_", stem).upper()
 

@@ -46,6 +46,12 @@ SECRET_FILES: dict[str, tuple[str, str]] = {
 _PLACEHOLDERS = {"", "changeme", "change-me", "placeholder", "secret", "xxx", "todo", "dummy"}
 
 
+def contract_secret_env_var(filename: str) -> str:
+    """The env var that would carry a contract secret file (``llm-api-key`` -> ``DOCQUERY_LLM__API_KEY``)."""
+    section, key = SECRET_FILES[filename]
+    return f"{ENV_PREFIX}{section}__{key}".upper()
+
+
 class Profile(StrEnum):
     DEV = "dev"
     PROD = "prod"
@@ -193,8 +199,8 @@ class _EnvSecretGuard(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        for section, key in SECRET_FILES.values():
-            var = f"{ENV_PREFIX}{section}__{key}".upper()
+        for filename in SECRET_FILES:
+            var = contract_secret_env_var(filename)
             present = [name for name in os.environ if name.upper() == var]
             if not present:
                 continue
