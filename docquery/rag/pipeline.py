@@ -21,8 +21,9 @@ from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    mode: SearchMode = "hybrid"
-    min_dense_score: float = 0.30
+    # No defaults: the values (and their reasons) live in settings.RetrievalSettings.
+    mode: SearchMode
+    min_dense_score: float
 
 
 @dataclass
