@@ -122,6 +122,7 @@ def ingest(data_dir: Path, n_chunks: int, rng: random.Random) -> float:
             index.upsert(batch)
             batch = []
     index.upsert(batch)
+    index.optimize()  # as `docquery ingest` does at the end of a run
     index.close()
     return time.perf_counter() - t0
 
@@ -199,15 +200,19 @@ class RawConnection:
             self.writer.close()
 
 
-async def run_level(port: int, clients: int, total: int, max_s: float, rng: random.Random) -> Level:
+async def run_level(
+    port: int, clients: int, total: int, max_s: float, rng: random.Random, *, ramp_s: float = 0.0
+) -> Level:
+    """``clients`` closed-loop clients; their first requests are spread evenly over ``ramp_s``."""
     level = Level(clients)
     headers = {"Authorization": f"Bearer {API_KEY}"}
     remaining = total
     deadline = time.perf_counter() + max_s
     conns = [RawConnection("127.0.0.1", port) for _ in range(clients)]
 
-    async def worker(conn: RawConnection) -> None:
+    async def worker(n: int, conn: RawConnection) -> None:
         nonlocal remaining
+        await asyncio.sleep(ramp_s * n / clients)
         while remaining > 0 and time.perf_counter() < deadline:
             remaining -= 1
             body = json.dumps({"question": question(rng), "top_k": 5}).encode()
@@ -224,7 +229,7 @@ async def run_level(port: int, clients: int, total: int, max_s: float, rng: rand
 
     t0 = time.perf_counter()
     try:
-        await asyncio.gather(*(worker(c) for c in conns))
+        await asyncio.gather(*(worker(n, c) for n, c in enumerate(conns)))
     finally:
         for c in conns:
             c.close()
@@ -383,7 +388,7 @@ def start_service(work: Path, secrets: Path, llm_base: str) -> tuple[subprocess.
 @dataclass
 class Run:
     delay: float
-    levels: dict[int, Level]
+    levels: dict[int | str, Level]
     ttft: dict[str, list[float]]
     rss_idle: int
     rss_now: int
@@ -404,14 +409,19 @@ def measure(args: argparse.Namespace, delay: float, rng: random.Random) -> Run:
         rss_idle = rss_kib(service.pid)[0]
         print(f"service pid {service.pid} on port {port}, idle RSS {rss_idle / 1024:.0f} MiB", flush=True)
         asyncio.run(run_level(port, 8, 50, 10, rng))  # warm-up
-        levels = {}
-        for clients in (1, 8, 32, 128):
+        levels: dict[int | str, Level] = {}
+        # Closed-loop clients that all start at once stay in lockstep behind a fixed LLM delay:
+        # every round, all of them arrive within a millisecond. So each level spreads its clients'
+        # first requests evenly over one LLM delay; "32, all at once" keeps the lockstep start.
+        plan: list[tuple[int | str, int, float]] = [(1, 1, 0.0), (8, 8, delay), (32, 32, delay)]
+        plan += [("32, all at once", 32, 0.0), (128, 128, delay)]
+        for label, clients, ramp in plan:
             total = max(args.requests, clients * 4) if clients > 1 else min(args.requests, 200)
             cpu0 = cpu_seconds(service.pid)
-            lv = levels[clients] = asyncio.run(run_level(port, clients, total, args.max_seconds, rng))
+            lv = levels[label] = asyncio.run(run_level(port, clients, total, args.max_seconds, rng, ramp_s=ramp))
             lv.service_cpu_s = cpu_seconds(service.pid) - cpu0
             print(
-                f"{clients:>4} clients: {len(lv.samples)} ok, {lv.errors} errors, "
+                f"{label!s:>4} clients: {len(lv.samples)} ok, {lv.errors} errors, "
                 f"{len(lv.samples) / lv.wall:.1f} req/s",
                 flush=True,
             )
@@ -464,9 +474,10 @@ def render(args: argparse.Namespace, runs: list[Run]) -> str:
         "`docquery serve` as a uvicorn process with API-key auth, the remote embedder and the "
         "OpenAI-compatible generator pointed at the stand-in, audit and access logs on (to a file). "
         "The load generator (one asyncio process, a minimal keep-alive HTTP/1.1 client) and the "
-        "stand-in run on the same 2 cores as the service. Other sessions were running builds, "
-        "evaluations and tests on this machine at the same time (load averages below), so the "
-        "numbers are noisy and pessimistic.",
+        "stand-in run on the same 2 cores as the service (load averages below). Clients are closed-loop; "
+        "each level spreads its clients' first requests evenly over one LLM delay, since clients that "
+        "start together stay in lockstep behind a fixed delay and arrive all at once every round. "
+        'The row "32, all at once" keeps that lockstep start.',
         "",
         "Overhead = latency - (embed + search + LLM), with the stage times from the service's "
         "`Server-Timing` header (measured inside the worker thread and the LLM call). Client-observed "

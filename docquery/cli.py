@@ -16,11 +16,11 @@ from importlib.metadata import entry_points
 
 from rich.console import Console
 
-from docquery.domain import Principal
+from docquery.domain import Answer, Principal
 from docquery.errors import DocQueryError
 from docquery.evaluation.cli import register as register_eval
 from docquery.settings import Settings, SettingsError, load_settings
-from docquery.wiring import build_components
+from docquery.wiring import Components, build_components
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -29,12 +29,19 @@ def parse_groups(value: str | None) -> frozenset[str]:
     return frozenset(g.strip() for g in (value or "").split(",") if g.strip())
 
 
+async def _answer_once(components: Components, question: str, principal: Principal, top_k: int) -> Answer:
+    try:
+        return await components.pipeline.answer(question, principal, top_k, uuid.uuid4().hex)
+    finally:
+        await components.release_loop_resources()
+
+
 def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     components = build_components(settings, collection=args.collection)
     try:
         principal = Principal(id="cli", groups=parse_groups(args.as_groups))
         top_k = args.top_k or settings.retrieval.top_k
-        answer = asyncio.run(components.pipeline.answer(args.question, principal, top_k, uuid.uuid4().hex))
+        answer = asyncio.run(_answer_once(components, args.question, principal, top_k))
     finally:
         components.close()
     if args.json:

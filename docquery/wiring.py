@@ -6,6 +6,7 @@ tests pass their own components in. No module-level singletons.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,6 +156,15 @@ class Components:
 
     def close(self) -> None:
         self.index.close()
+
+    async def release_loop_resources(self) -> None:
+        """Release what belongs to the running event loop (the LLM client's connection pool).
+
+        Call it before that loop ends; the components stay usable from another loop.
+        """
+        closer = getattr(self.generator, "aclose", None)
+        if closer is not None and inspect.iscoroutinefunction(closer):
+            await closer()
 
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:

@@ -14,7 +14,6 @@ The prod profile refuses to build an app without an auth configuration.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -65,10 +64,10 @@ def create_app(
             yield
         finally:
             app.state.components = None
+            # Released even when the caller owns the components: the LLM client's pool
+            # belongs to this event loop.
+            await built.release_loop_resources()
             if components is None:
-                closer = getattr(built.generator, "aclose", None)
-                if closer is not None and inspect.iscoroutinefunction(closer):
-                    await closer()
                 built.close()
 
     app = FastAPI(

@@ -108,6 +108,38 @@ def test_retries_exhausted_is_overloaded_with_retry_after(standin: StandInOpenAI
     assert standin.stats.chat_calls == 2
 
 
+def test_usable_from_successive_event_loops(standin: StandInOpenAIServer) -> None:
+    """The connection pool belongs to one loop; ``aclose`` releases it and the next loop gets a new one."""
+    gen = _gen(standin)
+
+    async def once() -> str:
+        try:
+            return await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    assert asyncio.run(once()) == asyncio.run(once()) == "The answer is in the documents [S1]."
+    assert standin.stats.chat_calls == 2
+
+
+def test_proxy_variables_do_not_reroute_prompts(standin: StandInOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A proxy set in the environment would receive every prompt (document text); the client ignores it.
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    async def run() -> str:
+        gen = _gen(standin, max_retries=0)
+        try:
+            return await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    assert asyncio.run(run()) == "The answer is in the documents [S1]."
+    assert standin.stats.chat_calls == 1
+
+
 def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
     standin.config.reply = ["one ", "two ", "three ", "four"]
     standin.config.drop_after_chunks = 2
