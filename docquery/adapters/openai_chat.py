@@ -33,6 +33,8 @@ from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavai
 
 KeyProvider = Callable[[], SecretStr | None]
 _RETRYABLE = {429, 500, 502, 503, 504}
+# A completion of max_tokens is a few KiB of JSON; a body beyond this is an upstream fault.
+_MAX_COMPLETION_BYTES = 4 * 1024 * 1024
 
 
 class OpenAIChatGenerator:
@@ -112,7 +114,7 @@ class OpenAIChatGenerator:
             async with asyncio.timeout(self._total):
                 resp = await self._send(prompt, stream=False)
                 try:
-                    data = json.loads(await resp.read())
+                    data = json.loads(await _read_capped(resp, _MAX_COMPLETION_BYTES))
                     return str(data["choices"][0]["message"]["content"] or "")
                 except aiohttp.ClientError:
                     raise GeneratorUnavailable("completion read") from None
@@ -167,7 +169,9 @@ class OpenAIChatGenerator:
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
-                    await resp.read()  # the rest of the body (its terminator), so the connection is reused
+                    # Read the body's terminator so the connection is reused; anything more than a
+                    # little is not read (release() then closes the connection instead).
+                    await _read_capped(resp, 64 * 1024, fail=False)
                     return
                 try:
                     event = json.loads(payload)
@@ -200,6 +204,21 @@ class OpenAIChatGenerator:
         session, self._session, self._session_loop = self._session, None, None
         if session is not None:
             await session.close()
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int, *, fail: bool = True) -> bytes:
+    """The rest of the body, at most ``limit`` bytes: past it, ``GeneratorError`` (or a short read)."""
+    parts: list[bytes] = []
+    size = 0
+    while not resp.content.at_eof():
+        part = await resp.content.readany()
+        size += len(part)
+        if size > limit:
+            if fail:
+                raise GeneratorError("completion too large", resp.status)
+            break
+        parts.append(part)
+    return b"".join(parts)
 
 
 def _status_error(resp: aiohttp.ClientResponse) -> GeneratorError:

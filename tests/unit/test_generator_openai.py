@@ -140,6 +140,20 @@ def test_proxy_variables_do_not_reroute_prompts(standin: StandInOpenAIServer, mo
     assert standin.stats.chat_calls == 1
 
 
+def test_oversized_completion_is_refused_not_buffered(standin: StandInOpenAIServer) -> None:
+    standin.config.reply = ["x" * (5 * 1024 * 1024)]  # past the 4 MiB cap on a non-streamed body
+
+    async def run() -> str:
+        gen = _gen(standin, max_retries=0)
+        try:
+            return await gen.complete(_prompt())
+        finally:
+            await gen.aclose()
+
+    with pytest.raises(GeneratorError, match="too large"):
+        asyncio.run(run())
+
+
 def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
     standin.config.reply = ["one ", "two ", "three ", "four"]
     standin.config.drop_after_chunks = 2
