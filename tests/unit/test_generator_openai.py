@@ -50,15 +50,17 @@ async def _collect(gen: OpenAIChatGenerator, prompt: Prompt) -> list[str]:
     return [d async for d in gen.stream(prompt)]
 
 
-def test_non_stream_completion(standin: StandInOpenAIServer) -> None:
-    async def run() -> str:
-        gen = _gen(standin)
-        try:
-            return await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
+async def _complete_once(gen: OpenAIChatGenerator) -> str:
+    """One completion, then the connection pool of this event loop is released."""
+    try:
+        return await gen.complete(_prompt())
+    finally:
+        await gen.aclose()
 
-    assert asyncio.run(run()) == "The answer is in the documents [S1]."
+
+def test_non_stream_completion(standin: StandInOpenAIServer) -> None:
+    gen = _gen(standin)
+    assert asyncio.run(_complete_once(gen)) == "The answer is in the documents [S1]."
     assert standin.stats.chat_calls == 1
 
 
@@ -94,15 +96,9 @@ def test_retries_exhausted_is_overloaded_with_retry_after(standin: StandInOpenAI
     standin.config.fail_statuses = [429, 429]
     standin.config.retry_after = "7"
 
-    async def run() -> None:
-        gen = _gen(standin, max_retries=1)
-        try:
-            await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
+    gen = _gen(standin, max_retries=1)
     with pytest.raises(GeneratorOverloaded) as info:
-        asyncio.run(run())
+        asyncio.run(_complete_once(gen))
     assert info.value.status == 429
     assert info.value.retry_after == 7.0
     assert standin.stats.chat_calls == 2
@@ -111,14 +107,8 @@ def test_retries_exhausted_is_overloaded_with_retry_after(standin: StandInOpenAI
 def test_usable_from_successive_event_loops(standin: StandInOpenAIServer) -> None:
     """The connection pool belongs to one loop; ``aclose`` releases it and the next loop gets a new one."""
     gen = _gen(standin)
-
-    async def once() -> str:
-        try:
-            return await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
-    assert asyncio.run(once()) == asyncio.run(once()) == "The answer is in the documents [S1]."
+    first, second = asyncio.run(_complete_once(gen)), asyncio.run(_complete_once(gen))
+    assert first == second == "The answer is in the documents [S1]."
     assert standin.stats.chat_calls == 2
 
 
@@ -129,29 +119,17 @@ def test_proxy_variables_do_not_reroute_prompts(standin: StandInOpenAIServer, mo
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
 
-    async def run() -> str:
-        gen = _gen(standin, max_retries=0)
-        try:
-            return await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
-    assert asyncio.run(run()) == "The answer is in the documents [S1]."
+    gen = _gen(standin, max_retries=0)
+    assert asyncio.run(_complete_once(gen)) == "The answer is in the documents [S1]."
     assert standin.stats.chat_calls == 1
 
 
 def test_oversized_completion_is_refused_not_buffered(standin: StandInOpenAIServer) -> None:
     standin.config.reply = ["x" * (5 * 1024 * 1024)]  # past the 4 MiB cap on a non-streamed body
 
-    async def run() -> str:
-        gen = _gen(standin, max_retries=0)
-        try:
-            return await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
+    gen = _gen(standin, max_retries=0)
     with pytest.raises(GeneratorError, match="too large"):
-        asyncio.run(run())
+        asyncio.run(_complete_once(gen))
 
 
 def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
@@ -176,16 +154,10 @@ def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
 def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) -> None:
     standin.config.first_token_delay_s = 3.0
 
-    async def run() -> None:
-        gen = _gen(standin, max_retries=0, read_timeout_s=0.2)
-        try:
-            await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
+    gen = _gen(standin, max_retries=0, read_timeout_s=0.2)
     t0 = time.monotonic()
     with pytest.raises(GeneratorUnavailable):
-        asyncio.run(run())
+        asyncio.run(_complete_once(gen))
     assert time.monotonic() - t0 < 2.0
 
 
@@ -242,15 +214,9 @@ def test_api_key_is_read_per_call(standin: StandInOpenAIServer) -> None:
 
 
 def test_rejected_key_is_an_error_without_retry(standin: StandInOpenAIServer) -> None:
-    async def run() -> None:
-        gen = _gen(standin, key="wrong")
-        try:
-            await gen.complete(_prompt())
-        finally:
-            await gen.aclose()
-
+    gen = _gen(standin, key="wrong")
     with pytest.raises(GeneratorError) as info:
-        asyncio.run(run())
+        asyncio.run(_complete_once(gen))
     assert info.value.status == 401
     assert standin.stats.chat_calls == 1
 
