@@ -28,7 +28,7 @@ KeyProvider = Callable[[], SecretStr | None]
 def _local_embedder(s: Settings, keys: KeyProvider) -> Embedder:
     from docquery.adapters.local_embedder import LocalEmbedder
 
-    return LocalEmbedder(batch_size=s.embedder.batch_size)
+    return LocalEmbedder(batch_size=s.embedder.batch_size, precision=s.embedder.precision)
 
 
 def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:

@@ -40,7 +40,9 @@ def embed_all(
 ) -> Matrix:
     path = None
     if cache_dir is not None:
-        path = cache_dir / f"{label}-{cache_key(embedder.model_id, embedder.dimension, texts, query=query)}.npy"
+        # Precision is part of the key so an evaluation of bfloat16 never reads float32 vectors.
+        variant = f"{embedder.model_id}@{getattr(embedder, 'precision', '')}"
+        path = cache_dir / f"{label}-{cache_key(variant, embedder.dimension, texts, query=query)}.npy"
         if path.is_file():
             cached: Matrix = np.load(path)
             if cached.shape == (len(texts), embedder.dimension):
