@@ -66,6 +66,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from docquery.api.app import create_app
+    from docquery.api.server import server_options
 
     # Raises ConfigError (exit 2) in the prod profile when no auth is configured.
     app = create_app(settings)
@@ -74,8 +75,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
         # Its own port, so a NetworkPolicy can open metrics to monitoring only.
         start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
-    # access_log off: uvicorn's access lines carry query strings; our audit log has what is needed.
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level=settings.log_level.lower())
+    uvicorn.run(app, host=args.host, port=args.port, **server_options(settings.log_level))
     return EXIT_OK
 
 
