@@ -33,7 +33,10 @@ def native_bfloat16() -> bool:
     """True when the CPU multiplies bfloat16 in hardware (AMX tiles or AVX512-BF16)."""
     import torch
 
-    return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    try:  # torch's own CPU feature probes; private, so a rename falls back to float32
+        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    except AttributeError:
+        return False
 
 
 def resolve_precision(requested: Precision, *, device: str = "cpu") -> Literal["float32", "bfloat16"]:

@@ -60,3 +60,11 @@ def test_auto_uses_bfloat16_only_with_native_hardware(monkeypatch: pytest.Monkey
     assert resolve_precision("auto") == "bfloat16"
     assert resolve_precision("float32") == "float32"
     assert resolve_precision("auto", device="cuda") == "float32"  # CPU autocast only
+
+
+def test_a_torch_without_the_cpu_probes_means_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported")
+    assert le.native_bfloat16() is False
+    assert resolve_precision("auto") == "float32"
