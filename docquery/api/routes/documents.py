@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from docquery.api.deps import AdminPrincipal, ComponentsDep, CtxDep, QueryPrincipal
+from docquery.api.deps import AdminCall, QueryCall
 from docquery.api.errors import ApiError
 from docquery.api.schemas import DeleteResult, DocumentInfo, DocumentList
 
@@ -15,7 +15,8 @@ router = APIRouter(prefix="/v1")
 
 
 @router.get("/documents", response_model=DocumentList)
-async def list_documents(principal: QueryPrincipal, c: ComponentsDep, ctx: CtxDep) -> DocumentList:
+async def list_documents(call: QueryCall) -> DocumentList:
+    principal, c, ctx = call.principal, call.components, call.ctx
     # The ACL filter goes into the index query itself, from the verified principal.
     records = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
     ctx.doc_ids = [r.doc_id for r in records]
@@ -38,9 +39,8 @@ async def list_documents(principal: QueryPrincipal, c: ComponentsDep, ctx: CtxDe
 
 
 @router.delete("/documents/{doc_id}", response_model=DeleteResult)
-async def delete_document(
-    doc_id: Annotated[str, Path(min_length=1, max_length=512)], principal: AdminPrincipal, c: ComponentsDep, ctx: CtxDep
-) -> DeleteResult:
+async def delete_document(doc_id: Annotated[str, Path(min_length=1, max_length=512)], call: AdminCall) -> DeleteResult:
+    principal, c, ctx = call.principal, call.components, call.ctx
     record = await asyncio.to_thread(c.index.get_document, doc_id)
     acl = principal.acl()
     # An admin deletes only what its own groups can see; anything else is a

@@ -18,7 +18,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from docquery.api.context import RequestContext
-from docquery.api.deps import ComponentsDep, CtxDep, QueryPrincipal, SettingsDep
+from docquery.api.deps import QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
@@ -34,7 +34,7 @@ MODEL_ID = "docquery"
 
 
 @router.get("/models", response_model=ModelList)
-async def models(principal: QueryPrincipal) -> ModelList:
+async def models(call: QueryCall) -> ModelList:
     return ModelList(data=[ModelCard(id=MODEL_ID)])
 
 
@@ -53,9 +53,8 @@ def sources_footer(citations: list[Citation], sanitizer: Sanitizer) -> str:
 
 
 @router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
-async def chat_completions(
-    body: ChatCompletionRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
-) -> Any:
+async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
+    principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     question = check_question(_question(body), settings, field="messages")
     top_k = check_top_k(None, settings)
     trace = ctx.use_trace()

@@ -10,7 +10,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
 from docquery.api.context import RequestContext
-from docquery.api.deps import ComponentsDep, CtxDep, QueryPrincipal, SettingsDep
+from docquery.api.deps import QueryCall
 from docquery.api.errors import translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
@@ -31,9 +31,8 @@ _STREAM_DOC = {
 
 
 @router.post("/query", response_model=Answer, responses=_STREAM_DOC)  # type: ignore[arg-type]
-async def query(
-    body: QueryRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
-) -> Response:
+async def query(body: QueryRequest, call: QueryCall) -> Response:
+    principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     trace = ctx.use_trace()
@@ -67,9 +66,8 @@ async def _stream_body(
 
 
 @router.post("/search", response_model=SearchResponse)
-async def search(
-    body: SearchRequest, principal: QueryPrincipal, c: ComponentsDep, settings: SettingsDep, ctx: CtxDep
-) -> Response:
+async def search(body: SearchRequest, call: QueryCall) -> Response:
+    principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     text = check_question(body.query, settings, field="query")
     top_k = check_top_k(body.top_k, settings, default=10)
     trace = ctx.use_trace()
