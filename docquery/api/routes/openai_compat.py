@@ -35,6 +35,7 @@ MODEL_ID = "docquery"
 
 @router.get("/models", response_model=ModelList)
 async def models(call: QueryCall) -> ModelList:
+    """The facade's one model. ``call`` is the authorisation (401, 403, 429); nothing else is needed."""
     return ModelList(data=[ModelCard(id=MODEL_ID)])
 
 
