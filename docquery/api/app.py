@@ -88,7 +88,8 @@ def create_app(
     app.state.audit = audit
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
     install_error_handlers(app)
-    app.include_router(routes.router)
+    for router in routes.ROUTERS:
+        app.include_router(router)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
     app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

@@ -6,10 +6,8 @@ from fastapi import APIRouter
 
 from docquery.api.routes import documents, health, openai_compat, query
 
-router = APIRouter()
-router.include_router(health.router)
-router.include_router(query.router)
-router.include_router(openai_compat.router)
-router.include_router(documents.router)
+# Included into the app one by one: FastAPI matches included routers level by level, so
+# one wrapping router would add a level to every request's route matching.
+ROUTERS: tuple[APIRouter, ...] = (query.router, openai_compat.router, documents.router, health.router)
 
-__all__ = ["router"]
+__all__ = ["ROUTERS"]
