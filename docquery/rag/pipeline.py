@@ -98,11 +98,9 @@ class RagPipeline:
         floor = self.retrieval.min_dense_score
         return [h for h in hits if h.dense_score is None or h.dense_score >= floor]
 
-    def sanitize_citations(self, citations: list[Citation]) -> list[Citation]:
-        return [
-            c.model_copy(update={"snippet": self.sanitizer(c.snippet), "title": self.sanitizer(c.title)})
-            for c in citations
-        ]
+    def citations(self, hits: list[Hit]) -> list[Citation]:
+        """Citations for ``hits``, their title and snippet sanitised (text from documents)."""
+        return citations_for(hits, clean=self.sanitizer)
 
     async def answer(
         self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
@@ -122,7 +120,7 @@ class RagPipeline:
         return Answer(
             answer=text,
             mode=self.generator.mode,
-            citations=self.sanitize_citations(citations_for(hits)),
+            citations=self.citations(hits),
             model=self.generator.model,
             request_id=request_id,
         )
@@ -140,7 +138,7 @@ class RagPipeline:
             yield StreamEvent("delta", {"text": refusal.answer})
             yield StreamEvent("done", {"request_id": request_id, "mode": refusal.mode, "model": refusal.model})
             return
-        citations = self.sanitize_citations(citations_for(hits))
+        citations = self.citations(hits)
         yield StreamEvent("citations", {"citations": [c.model_dump() for c in citations]})
         stream = StreamSanitizer(self.sanitizer)
         cites = _CitationFilter(len(hits))

@@ -9,7 +9,7 @@ neutralised so a document cannot close the fence early.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from docquery.domain import Citation, Hit, Prompt
 
@@ -45,16 +45,18 @@ def build_prompt(question: str, hits: Sequence[Hit]) -> Prompt:
     )
 
 
-def citations_for(hits: Sequence[Hit]) -> list[Citation]:
+def citations_for(hits: Sequence[Hit], *, clean: Callable[[str], str]) -> list[Citation]:
+    """``[S1]``... for ``hits``; ``clean`` (the output sanitiser) is applied to the document-derived
+    title and snippet as each citation is built."""
     return [
         Citation(
             id=f"S{i}",
             doc_id=h.chunk.doc_id,
             source=h.chunk.source,
-            title=h.chunk.title,
+            title=clean(h.chunk.title),
             chunk_index=h.chunk.chunk_index,
             score=round(h.score, 6),
-            snippet=_snippet(h.chunk.text),
+            snippet=clean(_snippet(h.chunk.text)),
             page=h.chunk.page,
         )
         for i, h in enumerate(hits, start=1)

@@ -17,7 +17,6 @@ from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
 from docquery.api.sse import STREAM_HEADERS, prime, sse
 from docquery.domain import Answer
 from docquery.rag.pipeline import StreamEvent
-from docquery.rag.prompting import citations_for
 
 log = logging.getLogger("docquery.api")
 router = APIRouter(prefix="/v1")
@@ -74,9 +73,7 @@ async def search(body: SearchRequest, call: QueryCall) -> Response:
     hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
-    return _json(
-        SearchResponse(citations=c.pipeline.sanitize_citations(citations_for(hits)), request_id=ctx.request_id)
-    )
+    return _json(SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id))
 
 
 def _json(model: BaseModel) -> Response:
