@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import random
-import re
 import socket
 import subprocess
 import sys
@@ -44,7 +43,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, ttft_overheads  # noqa: E402
+from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_timing, ttft_overheads  # noqa: E402
 from docquery.adapters.edge_index import EdgeIndex  # noqa: E402
 from docquery.collection import chunk_point_id  # noqa: E402
 from docquery.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
@@ -152,13 +151,6 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (and its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-_TIMING = re.compile(r"(\w+);dur=([0-9.]+)")
-
-
-def parse_timing(header: str) -> dict[str, float]:
-    return {k: float(v) / 1000.0 for k, v in _TIMING.findall(header or "")}
 
 
 def question(rng: random.Random) -> str:

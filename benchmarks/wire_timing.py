@@ -32,7 +32,7 @@ ETH_P_ALL = 0x0003
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 PACKET_OUTGOING = 4  # on lo every segment is seen twice (out, then in); keep one copy
 _ETH_IPV4 = b"\x08\x00"
-_TIMING = re.compile(rb"(\w+);dur=([0-9.]+)")
+_TIMING = re.compile(r"(\w+);dur=([0-9.]+)")
 
 
 @dataclass
@@ -142,9 +142,7 @@ def exchanges(segments: list[Segment], port: int) -> list[Exchange]:
         cur.end = seg.ts
         if seg.head.startswith(b"HTTP/1.1 ") and not cur.status:
             cur.status = int(seg.head.split(b" ", 2)[1])
-            cur.timing = {
-                k.decode(): float(v) / 1000.0 for k, v in _TIMING.findall(_header(seg.head, b"server-timing"))
-            }
+            cur.timing = server_timing(seg.head)
     done.extend(cur for cur in open_.values() if cur.end)
     return done
 
@@ -179,9 +177,14 @@ def _requests(segments: list[Segment], port: int) -> list[tuple[float, list[Segm
     return [(segments[a].ts, segments[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
+def parse_timing(header: str) -> dict[str, float]:
+    """Stage durations (s) from a ``Server-Timing`` header value."""
+    return {k: float(v) / 1000.0 for k, v in _TIMING.findall(header or "")}
+
+
 def server_timing(head: bytes) -> dict[str, float]:
-    """Stage durations (s) from a response head's ``Server-Timing`` header."""
-    return {k.decode(): float(v) / 1000.0 for k, v in _TIMING.findall(_header(head, b"server-timing"))}
+    """Stage durations (s) from a captured response head."""
+    return parse_timing(_header(head, b"server-timing").decode("latin-1"))
 
 
 def _header(head: bytes, name: bytes) -> bytes:
