@@ -72,6 +72,9 @@ class QdrantSettings(BaseModel):
     write_consistency_factor: int = Field(default=1, ge=1)
 
 
+EmbedderPrecision = Literal["auto", "float32", "bfloat16"]
+
+
 class EmbedderSettings(BaseModel):
     kind: Literal["local", "openai"] = "local"
     # For kind=openai: an OpenAI-compatible /v1 base URL (vLLM --task embed, TEI, ...).
@@ -85,7 +88,7 @@ class EmbedderSettings(BaseModel):
     # kind=local: "auto" runs the matrix products in bfloat16 when the CPU has native bfloat16
     # (AMX or AVX512-BF16) and in float32 otherwise. Vectors match float32 to cosine >= 0.9999
     # (docs/benchmarks.md), so a collection never needs re-embedding when this changes.
-    precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    precision: EmbedderPrecision = "auto"
 
 
 class LLMSettings(BaseModel):

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from docquery.errors import EmbedderError
+from docquery.settings import EmbedderPrecision as Precision
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
-Precision = Literal["auto", "float32", "bfloat16"]
 log = logging.getLogger("docquery.embedder")
 
 
