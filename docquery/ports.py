@@ -24,8 +24,24 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class AsyncEmbedder(Embedder, Protocol):
+    """An embedder whose work is a network call: the query path awaits it on the event loop."""
+
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]: ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
-    """Chunk storage and ACL-filtered search. The ACL filter runs inside the query."""
+    """Chunk storage and ACL-filtered search. The ACL filter runs inside the query.
+
+    ``search_releases_gil`` says where the query path runs ``search``. True for a
+    client that waits on the network (Qdrant server): on a worker thread. False for
+    an engine that computes in this process holding the GIL for the whole query
+    (embedded Edge): a worker thread would not free the event loop, only add two
+    thread hand-offs, so the call is made directly (``rag.pipeline``).
+    """
+
+    search_releases_gil: bool
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None: ...
 

@@ -158,13 +158,14 @@ class Components:
         self.index.close()
 
     async def release_loop_resources(self) -> None:
-        """Release what belongs to the running event loop (the LLM client's connection pool).
+        """Release what belongs to the running event loop (the HTTP clients' connection pools).
 
         Call it before that loop ends; the components stay usable from another loop.
         """
-        closer = getattr(self.generator, "aclose", None)
-        if closer is not None and inspect.iscoroutinefunction(closer):
-            await closer()
+        for owner in (self.generator, self.embedder):
+            closer = getattr(owner, "aclose", None)
+            if closer is not None and inspect.iscoroutinefunction(closer):
+                await closer()
 
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:

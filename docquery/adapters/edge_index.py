@@ -91,6 +91,10 @@ def acl_chunk_filter(acl: AclFilter) -> Filter:
 class EdgeIndex:
     """VectorIndex + DocumentCatalog on an embedded Qdrant Edge shard."""
 
+    # qdrant-edge computes a query without releasing the GIL (tests/integration/test_edge_gil.py
+    # keeps this true): a search on a worker thread stalls the event loop just the same.
+    search_releases_gil = False
+
     def __init__(
         self,
         path: Path,

@@ -11,11 +11,8 @@
 The HTTP client is aiohttp, not httpx: at 32 concurrent calls httpx's async
 connection pool cost about 8 ms of CPU per call in this process (it rescans
 every pooled connection on each request), aiohttp 0.3 ms
-(docs/benchmarks.md, "Query service overhead"). A session belongs to one event
-loop, so it is opened on first use in the running loop and ``aclose`` releases
-it; the generator stays usable and opens a new one on its next call.
-``trust_env`` is off: prompts carry document text, and a proxy variable in the
-environment must not reroute them.
+(docs/benchmarks.md, "Query service overhead"). The session is per event loop
+and ignores proxy variables (``loop_session.LoopSession``).
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from typing import Any, Literal
 import aiohttp
 from pydantic import SecretStr
 
+from docquery.adapters.loop_session import LoopSession
 from docquery.domain import Prompt
 from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
 
@@ -59,13 +57,15 @@ class OpenAIChatGenerator:
         self._params = {"max_tokens": max_tokens, "temperature": temperature}
         self._slots = max_concurrency
         self._in_flight = 0
-        self._base_url = base_url.rstrip("/") + "/"
-        # No total here: the deadline is asyncio.timeout(total_timeout_s) around the whole call.
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, connect=connect_timeout_s, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+        self._http = LoopSession(
+            base_url=base_url,
+            # No total here: the deadline is asyncio.timeout(total_timeout_s) around the whole call.
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=connect_timeout_s, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+            ),
+            # Calls beyond max_concurrency are refused before they get here; +2 for readiness probes.
+            limit=max_concurrency + 2,
         )
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def model(self) -> str:
@@ -87,19 +87,6 @@ class OpenAIChatGenerator:
 
     def _release(self) -> None:
         self._in_flight -= 1
-
-    def _http(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._session_loop is not loop:
-            self._session = aiohttp.ClientSession(
-                base_url=self._base_url,
-                timeout=self._timeout,
-                # Calls beyond max_concurrency are refused before they get here; +2 for readiness probes.
-                connector=aiohttp.TCPConnector(limit=self._slots + 2),
-                trust_env=False,
-            )
-            self._session_loop = loop
-        return self._session
 
     def _headers(self) -> dict[str, str]:
         key = self._key()
@@ -145,7 +132,7 @@ class OpenAIChatGenerator:
         while True:
             headers = {"Content-Type": "application/json", **self._headers()}
             try:
-                resp = await self._http().post("chat/completions", data=body, headers=headers)
+                resp = await self._http.get().post("chat/completions", data=body, headers=headers)
             except aiohttp.ClientConnectionError:  # refused, reset, connect or read timeout
                 if attempt >= self._retries:
                     raise GeneratorUnavailable("chat request") from None
@@ -192,7 +179,7 @@ class OpenAIChatGenerator:
 
     async def ready(self) -> bool:
         try:
-            async with self._http().get(
+            async with self._http.get().get(
                 "models", headers=self._headers(), timeout=aiohttp.ClientTimeout(total=2.0)
             ) as resp:
                 return resp.status == 200
@@ -201,9 +188,7 @@ class OpenAIChatGenerator:
 
     async def aclose(self) -> None:
         """Release the connection pool of the current event loop (reopened on the next call)."""
-        session, self._session, self._session_loop = self._session, None, None
-        if session is not None:
-            await session.close()
+        await self._http.aclose()
 
 
 async def _read_capped(resp: aiohttp.ClientResponse, limit: int, *, fail: bool = True) -> bytes:

@@ -1,16 +1,24 @@
 """Remote embedder for an OpenAI-compatible ``/v1/embeddings`` (vLLM, TEI, ...).
 
-Used for GPU-speed ingest. The API key is read through a callable on every call,
-so a rotated Vault-rendered file takes effect without a restart.
+Two clients over the same protocol: ``embed`` (httpx, blocking) for ingest, which
+embeds from worker threads, and ``aembed`` (aiohttp) for the query path, which
+awaits the question's embedding on the event loop instead of sending a thread to
+wait on a socket (``rag.pipeline``). The API key is read through a callable on
+every call, so a rotated Vault-rendered file takes effect without a restart.
+Errors carry a status code at most, never the upstream body: it may echo the text.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import aiohttp
 import httpx
 from pydantic import SecretStr
 
+from docquery.adapters.loop_session import LoopSession
 from docquery.errors import EmbedderError
 
 KeyProvider = Callable[[], SecretStr | None]
@@ -31,7 +39,11 @@ class OpenAIEmbedder:
         self._model = model
         self._key = api_key
         self._batch = batch_size
-        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", timeout=timeout_s, transport=transport)
+        # trust_env off, as in loop_session: a proxy variable must not receive document text.
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/") + "/", timeout=timeout_s, transport=transport, trust_env=False
+        )
+        self._async = LoopSession(base_url=base_url, timeout=aiohttp.ClientTimeout(total=timeout_s), limit=64)
         self._dimension = dimension if dimension is not None else len(self._call(["dimension probe"])[0])
 
     @property
@@ -48,25 +60,52 @@ class OpenAIEmbedder:
             out.extend(self._call(list(texts[i : i + self._batch])))
         return out
 
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch):
+            out.extend(await self._acall(list(texts[i : i + self._batch])))
+        return out
+
     def _call(self, batch: list[str]) -> list[list[float]]:
-        headers = {}
-        key = self._key()
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.get_secret_value()}"
         try:
-            resp = self._client.post("embeddings", json={"model": self._model, "input": batch}, headers=headers)
+            resp = self._client.post("embeddings", json=self._body(batch), headers=self._headers())
         except httpx.HTTPError:
             raise EmbedderError("embeddings request") from None
         if resp.status_code != 200:
             raise EmbedderError("embeddings request", resp.status_code)
+        return _vectors(resp.content, len(batch))
+
+    async def _acall(self, batch: list[str]) -> list[list[float]]:
         try:
-            data = sorted(resp.json()["data"], key=lambda d: d["index"])
-            vectors = [[float(x) for x in d["embedding"]] for d in data]
-        except (ValueError, KeyError, TypeError):
-            raise EmbedderError("embeddings response") from None
-        if len(vectors) != len(batch):
-            raise EmbedderError("embeddings response")
-        return vectors
+            async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
+                if resp.status != 200:
+                    raise EmbedderError("embeddings request", resp.status)
+                raw = await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            raise EmbedderError("embeddings request") from None
+        return _vectors(raw, len(batch))
+
+    def _body(self, batch: list[str]) -> dict[str, Any]:
+        return {"model": self._model, "input": batch}
+
+    def _headers(self) -> dict[str, str]:
+        key = self._key()
+        return {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
 
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        """Release the query path's connection pool of the current event loop."""
+        await self._async.aclose()
+
+
+def _vectors(raw: bytes, expected: int) -> list[list[float]]:
+    try:
+        data = sorted(json.loads(raw)["data"], key=lambda d: d["index"])
+        vectors = [[float(x) for x in d["embedding"]] for d in data]
+    except (ValueError, KeyError, TypeError):
+        raise EmbedderError("embeddings response") from None
+    if len(vectors) != expected:
+        raise EmbedderError("embeddings response")
+    return vectors

@@ -87,6 +87,8 @@ def sparse_vector(v: Any) -> models.SparseVector:
 class ServerIndex:
     """VectorIndex + DocumentCatalog on a Qdrant server collection (or qdrant-client local mode)."""
 
+    search_releases_gil = True  # a server query is a network wait
+
     def __init__(
         self,
         *,

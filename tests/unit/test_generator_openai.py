@@ -1,4 +1,4 @@
-"""OpenAIChatGenerator and OpenAIEmbedder over real HTTP against the vLLM stand-in on 127.0.0.1.
+"""OpenAIChatGenerator over real HTTP against the vLLM stand-in on 127.0.0.1.
 
 The stand-in (tests/standins/openai_server.py) is not vLLM; it speaks its
 OpenAI-compatible protocol, including SSE framing and connection drops.
@@ -14,9 +14,8 @@ import pytest
 from pydantic import SecretStr
 
 from docquery.adapters.openai_chat import OpenAIChatGenerator
-from docquery.adapters.openai_embedder import OpenAIEmbedder
 from docquery.domain import Prompt
-from docquery.errors import EmbedderError, GeneratorError, GeneratorOverloaded, GeneratorUnavailable
+from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
 from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CANARY = "CANARY-7f3e9c-upstream-echo"
@@ -249,34 +248,3 @@ def test_ready_probe(standin: StandInOpenAIServer) -> None:
 
     assert asyncio.run(run(DEFAULT_KEY)) is True
     assert asyncio.run(run("wrong")) is False
-
-
-def test_embedder_against_standin(standin: StandInOpenAIServer) -> None:
-    standin.config.embedding_dim = 32
-    seen: list[str] = []
-
-    def key() -> SecretStr:
-        seen.append("read")
-        return SecretStr(DEFAULT_KEY)
-
-    emb = OpenAIEmbedder(base_url=standin.base_url, model="standin-embed", api_key=key, batch_size=2)
-    try:
-        assert emb.dimension == 32
-        vectors = emb.embed(["alpha beta", "gamma", "alpha"])
-        assert len(vectors) == 3 and all(len(v) == 32 for v in vectors)
-        assert vectors[0] != vectors[1]
-        assert len(seen) == 3  # probe + two batches: the key is read per call
-    finally:
-        emb.close()
-
-
-def test_embedder_errors_carry_status_only(standin: StandInOpenAIServer) -> None:
-    emb = OpenAIEmbedder(base_url=standin.base_url, model="m", api_key=lambda: SecretStr(DEFAULT_KEY), dimension=64)
-    standin.config.api_keys = {"rotated"}
-    try:
-        with pytest.raises(EmbedderError) as info:
-            emb.embed([f"text {CANARY}"])
-        assert info.value.status == 401
-        assert CANARY not in str(info.value)
-    finally:
-        emb.close()

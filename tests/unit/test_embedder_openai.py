@@ -1,0 +1,137 @@
+"""OpenAIEmbedder over real HTTP against the vLLM stand-in on 127.0.0.1 (not vLLM).
+
+Both clients are covered: ``embed`` (blocking, used by ingest) and ``aembed``
+(awaited by the query path). They must agree, read the key per call, keep
+upstream bodies out of errors, and ignore proxy variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator, Sequence
+
+import pytest
+from pydantic import SecretStr
+
+from docquery.adapters.openai_embedder import OpenAIEmbedder
+from docquery.errors import EmbedderError
+from docquery.ports import AsyncEmbedder
+from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
+
+CANARY = "CANARY-5b1d04-embedding-text"
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInOpenAIServer]:
+    with StandInOpenAIServer() as server:
+        yield server
+
+
+def _embedder(server: StandInOpenAIServer, key: str = DEFAULT_KEY, **kw: int) -> OpenAIEmbedder:
+    return OpenAIEmbedder(
+        base_url=server.base_url, model="standin-embed", api_key=lambda: SecretStr(key), dimension=64, **kw
+    )
+
+
+async def _aembed_once(emb: OpenAIEmbedder, texts: Sequence[str]) -> list[list[float]]:
+    """One awaited call, then this event loop's connection pool is released."""
+    try:
+        return await emb.aembed(texts, query=True)
+    finally:
+        await emb.aclose()
+
+
+def test_embedder_against_standin(standin: StandInOpenAIServer) -> None:
+    standin.config.embedding_dim = 32
+    seen: list[str] = []
+
+    def key() -> SecretStr:
+        seen.append("read")
+        return SecretStr(DEFAULT_KEY)
+
+    emb = OpenAIEmbedder(base_url=standin.base_url, model="standin-embed", api_key=key, batch_size=2)
+    try:
+        assert emb.dimension == 32
+        vectors = emb.embed(["alpha beta", "gamma", "alpha"])
+        assert len(vectors) == 3 and all(len(v) == 32 for v in vectors)
+        assert vectors[0] != vectors[1]
+        assert len(seen) == 3  # probe + two batches: the key is read per call
+    finally:
+        emb.close()
+
+
+def test_awaited_and_blocking_clients_agree_in_order_and_batches(standin: StandInOpenAIServer) -> None:
+    texts = ["alpha beta", "gamma", "alpha", "delta epsilon", "beta"]
+    emb = _embedder(standin, batch_size=2)
+    try:
+        assert isinstance(emb, AsyncEmbedder)  # the query path awaits it instead of using a thread
+        blocking = emb.embed(texts)
+        calls = standin.stats.embedding_calls
+        awaited = asyncio.run(_aembed_once(emb, texts))
+        assert standin.stats.embedding_calls - calls == 3  # batches of 2, 2 and 1
+        assert awaited == blocking == [hash_vector(t, 64) for t in texts]
+        # Usable again from another event loop (the API's lifespan, then the CLI).
+        assert asyncio.run(_aembed_once(emb, ["gamma"])) == [hash_vector("gamma", 64)]
+    finally:
+        emb.close()
+
+
+def test_awaited_client_reads_the_key_per_call(standin: StandInOpenAIServer) -> None:
+    standin.config.api_keys = {"old-key", "new-key"}
+    keys = iter(["old-key", "new-key"])
+    emb = OpenAIEmbedder(
+        base_url=standin.base_url, model="m", api_key=lambda: SecretStr(next(keys)), dimension=64, batch_size=1
+    )
+    try:
+        asyncio.run(_aembed_once(emb, ["one", "two"]))
+    finally:
+        emb.close()
+    assert standin.stats.auth_seen == ["old-key", "new-key"]
+
+
+def test_embedder_errors_carry_status_only(standin: StandInOpenAIServer) -> None:
+    emb = _embedder(standin)
+    standin.config.api_keys = {"rotated"}
+    try:
+        with pytest.raises(EmbedderError) as blocking:
+            emb.embed([f"text {CANARY}"])
+        with pytest.raises(EmbedderError) as awaited:
+            asyncio.run(_aembed_once(emb, [f"text {CANARY}"]))
+    finally:
+        emb.close()
+    for info in (blocking, awaited):
+        assert info.value.status == 401
+        assert CANARY not in str(info.value)
+
+
+def test_unreachable_server_is_an_embedder_error() -> None:
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    emb = OpenAIEmbedder(
+        base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=lambda: None, dimension=8, timeout_s=2.0
+    )
+    try:
+        with pytest.raises(EmbedderError):
+            emb.embed(["x"])
+        with pytest.raises(EmbedderError):
+            asyncio.run(_aembed_once(emb, ["x"]))
+    finally:
+        emb.close()
+
+
+def test_proxy_variables_do_not_reroute_text(standin: StandInOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ingest sends document text and the query path sends questions; a proxy from the
+    # environment would receive both. Neither client honours one.
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    emb = _embedder(standin)
+    try:
+        assert emb.embed(["alpha"]) == [hash_vector("alpha", 64)]
+        assert asyncio.run(_aembed_once(emb, ["alpha"])) == [hash_vector("alpha", 64)]
+    finally:
+        emb.close()
+    assert standin.stats.embedding_calls == 2
