@@ -490,11 +490,12 @@ def render(args: argparse.Namespace, runs: list[Run]) -> str:
         'The row "32, all at once" keeps that lockstep start.',
         "",
         "Overhead = latency - (embed + search + LLM), with the stage times from the service's "
-        "`Server-Timing` header (measured inside the worker thread and the LLM call), taken three ways. "
+        "`Server-Timing` header (each timed around its own call inside the service), taken three ways. "
         "Client-observed: the load generator's latency, which also holds the kernel's loopback and the "
         "load generator's own work (building and parsing HTTP, its event loop, on the same 2 cores). "
-        "Service-side: the span from the request's first TCP segment into the service to the response's "
-        "last segment out, from the kernel's packet timestamps on `lo` (`benchmarks/wire_timing.py`, a raw "
+        "Service-side: the span from the request's last TCP segment into the service (the request is "
+        "complete) to the response's last segment out, from the kernel's packet timestamps on `lo` "
+        "(`benchmarks/wire_timing.py`, a raw "
         "packet socket): the HTTP parser, waiting for the event loop, the app and the response writes are "
         "inside it, the load generator is not. In-app: from the first middleware to the response start. "
         "When the 2 cores are saturated, the overhead is mostly queueing for CPU, not work per request: "
@@ -545,7 +546,8 @@ def render_run(run: Run) -> list[str]:
         f"Overhead p50 {pct(raw, 50) * ms:.2f} ms / p99 {pct(raw, 99) * ms:.2f} ms including the question's "
         f"embedding and the search; p50 {pct(net, 50) * ms:.2f} ms / p99 {pct(net, 99) * ms:.2f} ms without "
         f"them (target ≤ 5 ms: {verdict(pct(net, 50) <= 0.005)}). Service-side, from packet timestamps "
-        f"(first `delta` out less request in, less the stand-in's own request-in to first-token-out, less "
+        f"(first `delta` out less request complete, less the stand-in's own chat-request-complete to "
+        f"first-token-out, less "
         f"embed and search; {len(wire)} requests): {_verdict(wire, 50, 0.005)} at p50, p99 "
         f"{pct(wire, 99) * 1000 if wire else float('nan'):.2f} ms.",
         f"- Service RSS: {run.rss_idle / 1024:.0f} MiB idle after start, {run.rss_now / 1024:.0f} MiB after "

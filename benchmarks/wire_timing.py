@@ -2,17 +2,18 @@
 
 A raw packet socket on the loopback interface records the kernel's timestamp of
 every TCP segment to and from the service's port. For each request on a
-keep-alive connection, the service's own time is the span from the first
-request segment going in to the last response segment going out: the HTTP
-parser, waiting for the event loop, the app and the response writes are all
-inside it; the load generator's own work (building the request, reading and
-parsing the response, its event loop) is not. Subtracting the ``Server-Timing``
+keep-alive connection, the service's own time is the span from the request's
+last segment going in (the request is complete: a client that writes head and
+body separately, as httpx does, is not the service's time) to the last response
+segment going out: the HTTP parser, waiting for the event loop, the app and the
+response writes are all inside it; the load generator's own work (building the
+request, reading and parsing the response, its event loop) is not. Subtracting the ``Server-Timing``
 stage durations (embed, search, LLM) from that span gives the service's
 overhead as the service alone causes it.
 
 For streaming, the stand-in's port is captured too: the service's time to
-first token is the span from the request going in to the first ``delta``
-event going out, less the stand-in's own span from the chat request going in
+first token is the span from the request complete to the first ``delta``
+event going out, less the stand-in's own span from the chat request complete
 to its first content token going out, less embed and search.
 
 Needs CAP_NET_RAW (root here). Without it, ``LoopbackCapture.start`` returns
@@ -37,7 +38,7 @@ _TIMING = re.compile(r"(\w+);dur=([0-9.]+)")
 
 @dataclass
 class Exchange:
-    start: float  # kernel time of the first request segment
+    start: float  # kernel time of the request's last segment: the request is complete
     end: float = 0.0  # kernel time of the last response segment
     status: int = 0
     timing: dict[str, float] = field(default_factory=dict)  # Server-Timing, in seconds
@@ -136,6 +137,8 @@ def exchanges(segments: list[Segment], port: int) -> list[Exchange]:
                 if cur is not None:
                     done.append(cur)
                 open_[seg.client_port] = Exchange(start=seg.ts)
+            else:  # more of the same request (a body written after its head)
+                cur.start = seg.ts
             continue
         if cur is None:
             continue
@@ -150,24 +153,44 @@ def exchanges(segments: list[Segment], port: int) -> list[Exchange]:
 def ttft_overheads(segments: list[Segment], service: int, standin: int) -> list[float]:
     """Service-side time-to-first-token overhead per streamed request (one request at a time).
 
-    (first ``delta`` out - request in) - (stand-in's first content out - chat request in at the
-    stand-in) - (embed + search from ``Server-Timing``).
+    (first ``delta`` out - request complete) - (stand-in's first content out - chat request
+    complete at the stand-in) - (embed + search from ``Server-Timing``).
     """
     out: list[float] = []
-    for ex_start, rest in _requests(segments, service):
-        chat_in = next((s.ts for s in rest if s.port == standin and s.inbound
-                        and s.head.startswith(b"POST /v1/chat/completions")), None)  # fmt: skip
-        if chat_in is None:
+    for _, rest in _requests(segments, service):
+        chat = next((i for i, s in enumerate(rest) if s.port == standin and s.inbound
+                     and s.head.startswith(b"POST /v1/chat/completions")), None)  # fmt: skip
+        if chat is None:
             continue
-        first = next((s.ts for s in rest if s.port == standin and not s.inbound and s.ts > chat_in
+        chat_in = _complete(rest, chat)
+        first = next((s.ts for s in rest[chat:] if s.port == standin and not s.inbound
                       and b'"content": "' in s.head and b'"content": ""' not in s.head), None)  # fmt: skip
         delta = next((s for s in rest if s.port == service and not s.inbound and b"event: delta" in s.head), None)
         head = next((s.head for s in rest if s.port == service and s.head.startswith(b"HTTP/1.1 ")), b"")
         if first is None or delta is None:
             continue
         timing = server_timing(head)
-        out.append((delta.ts - ex_start) - (first - chat_in) - timing.get("embed", 0.0) - timing.get("search", 0.0))
+        out.append(
+            (delta.ts - _complete(rest, 0)) - (first - chat_in) - timing.get("embed", 0.0) - timing.get("search", 0.0)
+        )
     return out
+
+
+def _complete(segments: list[Segment], i: int) -> float:
+    """Kernel time of the last segment of the request that starts at ``segments[i]``.
+
+    The request's segments are the inbound ones on its connection before that
+    server's first segment out.
+    """
+    first = segments[i]
+    last = first.ts
+    for s in segments[i + 1 :]:
+        if s.port != first.port or s.client_port != first.client_port:
+            continue
+        if not s.inbound:
+            break
+        last = s.ts
+    return last
 
 
 def _requests(segments: list[Segment], port: int) -> list[tuple[float, list[Segment]]]:
