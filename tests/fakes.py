@@ -39,3 +39,11 @@ class HashEmbedder:
             norm = math.sqrt(sum(x * x for x in vec)) or 1.0
             out.append([x / norm for x in vec] if any(vec) else [1.0 / math.sqrt(self._dim)] * self._dim)
         return out
+
+
+class AsyncHashEmbedder(HashEmbedder):
+    """The same vectors behind ``aembed``: the query path takes its remote-embedder route
+    (awaited on the loop, an Edge search called directly) instead of a worker thread."""
+
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        return self.embed(texts, query=query)

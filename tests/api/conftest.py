@@ -177,7 +177,12 @@ def llm_generator(server: StandInOpenAIServer, **kw: Any) -> Generator:
 
 
 def make_harness(
-    tmp: Path, *, generator: Generator | None = None, jwks: dict[str, Any] | None = None, **overrides: Any
+    tmp: Path,
+    *,
+    generator: Generator | None = None,
+    jwks: dict[str, Any] | None = None,
+    embedder: HashEmbedder | None = None,
+    **overrides: Any,
 ) -> Iterator[Harness]:
     secrets_dir = tmp / "secrets"
     secrets_dir.mkdir(exist_ok=True)
@@ -185,7 +190,7 @@ def make_harness(
     if jwks is not None:
         (secrets_dir / "jwks.json").write_text(json.dumps(jwks))
     settings = api_settings(tmp, secrets_dir, **overrides)
-    embedder = HashEmbedder()
+    embedder = embedder or HashEmbedder()
     index = EdgeIndex(tmp / "index", name="api-test", model_id=embedder.model_id, dimension=embedder.dimension)
     components = build_components(settings, embedder=embedder, index=index, generator=generator)
     app = create_app(settings, components=components)

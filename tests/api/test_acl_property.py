@@ -23,16 +23,24 @@ from hypothesis import strategies as st
 
 from docquery.collection import PUBLIC_GROUP
 from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
+from tests.fakes import AsyncHashEmbedder, HashEmbedder
 
 GROUPS = ["eng", "hr", "fin", "legal"]
 WORDS = ["policy", "salary", "leave", "budget", "contract", "security", "laptop", "travel", "bonus", "audit"]
 _counter = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def acl_harness(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer) -> Iterator[Harness]:
+@pytest.fixture(scope="module", params=["local", "remote"])
+def acl_harness(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer
+) -> Iterator[Harness]:
+    """Both retrieval routes: embedding and search on a worker thread (a local embedder), and
+    the embedding awaited with the Edge search called on the loop (a remote one)."""
     yield from make_harness(
-        tmp_path_factory.mktemp("acl"), jwks=jwt_issuer.jwks(), retrieval={"min_dense_score": -1.0, "top_k": 8}
+        tmp_path_factory.mktemp("acl"),
+        jwks=jwt_issuer.jwks(),
+        embedder=AsyncHashEmbedder() if request.param == "remote" else HashEmbedder(),
+        retrieval={"min_dense_score": -1.0, "top_k": 8},
     )
 
 
