@@ -478,7 +478,8 @@ def render(args: argparse.Namespace, runs: list[Run]) -> str:
     lines = [
         "## Query service overhead",
         "",
-        f"Measured 2026-11-29 by `benchmarks/api_overhead.py` on {os.cpu_count()} cores ({cpu_model()}), "
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `benchmarks/api_overhead.py` "
+        f"on {os.cpu_count()} cores ({cpu_model()}), "
         f"{args.chunks:,} chunks in the embedded Edge index, a vLLM stand-in on 127.0.0.1 "
         f"(not vLLM) with a fixed delay before the first token ({delays}), "
         "`docquery serve` as a uvicorn process with API-key auth, the remote embedder and the "
