@@ -91,7 +91,7 @@ def acl_chunk_filter(acl: AclFilter) -> Filter:
 class EdgeIndex:
     """VectorIndex + DocumentCatalog on an embedded Qdrant Edge shard."""
 
-    # qdrant-edge computes a query without releasing the GIL (tests/integration/test_edge_gil.py
+    # qdrant-edge computes a query without releasing the GIL (tests/integration/test_query_placement.py
     # keeps this true): a search on a worker thread stalls the event loop just the same.
     search_releases_gil = False
 
