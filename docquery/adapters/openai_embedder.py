@@ -22,6 +22,9 @@ from docquery.adapters.loop_session import LoopSession
 from docquery.errors import EmbedderError
 
 KeyProvider = Callable[[], SecretStr | None]
+# A response is refused past this many bytes per input text: 256 KiB holds a vector of about
+# 10,000 dimensions as JSON. A larger body is an upstream fault, not a reason to run out of memory.
+_BYTES_PER_INPUT = 256 * 1024
 
 
 class OpenAIEmbedder:
@@ -39,6 +42,7 @@ class OpenAIEmbedder:
         self._model = model
         self._key = api_key
         self._batch = batch_size
+        self._max_bytes = 1024 * 1024 + batch_size * _BYTES_PER_INPUT
         # trust_env off, as in loop_session: a proxy variable must not receive document text.
         self._client = httpx.Client(
             base_url=base_url.rstrip("/") + "/", timeout=timeout_s, transport=transport, trust_env=False
@@ -68,22 +72,27 @@ class OpenAIEmbedder:
 
     def _call(self, batch: list[str]) -> list[list[float]]:
         try:
-            resp = self._client.post("embeddings", json=self._body(batch), headers=self._headers())
+            with self._client.stream("POST", "embeddings", json=self._body(batch), headers=self._headers()) as resp:
+                if resp.status_code != 200:
+                    raise EmbedderError("embeddings request", resp.status_code)
+                body = _Capped(self._max_bytes)
+                for part in resp.iter_bytes():  # decoded: the cap bounds what is held
+                    body.add(part)
         except httpx.HTTPError:
             raise EmbedderError("embeddings request") from None
-        if resp.status_code != 200:
-            raise EmbedderError("embeddings request", resp.status_code)
-        return _vectors(resp.content, len(batch))
+        return _vectors(body.value(), len(batch))
 
     async def _acall(self, batch: list[str]) -> list[list[float]]:
         try:
             async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status != 200:
                     raise EmbedderError("embeddings request", resp.status)
-                raw = await resp.read()
+                body = _Capped(self._max_bytes)
+                async for part in resp.content.iter_any():
+                    body.add(part)
         except (aiohttp.ClientError, TimeoutError):
             raise EmbedderError("embeddings request") from None
-        return _vectors(raw, len(batch))
+        return _vectors(body.value(), len(batch))
 
     def _body(self, batch: list[str]) -> dict[str, Any]:
         return {"model": self._model, "input": batch}
@@ -98,6 +107,24 @@ class OpenAIEmbedder:
     async def aclose(self) -> None:
         """Release the query path's connection pool of the current event loop."""
         await self._async.aclose()
+
+
+class _Capped:
+    """Collects a response body and refuses it past ``limit`` bytes, before buffering more."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def add(self, part: bytes) -> None:
+        self._size += len(part)
+        if self._size > self._limit:
+            raise EmbedderError("embeddings response too large")
+        self._parts.append(part)
+
+    def value(self) -> bytes:
+        return b"".join(self._parts)
 
 
 def _vectors(raw: bytes, expected: int) -> list[list[float]]:

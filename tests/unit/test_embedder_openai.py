@@ -135,3 +135,17 @@ def test_proxy_variables_do_not_reroute_text(standin: StandInOpenAIServer, monke
     finally:
         emb.close()
     assert standin.stats.embedding_calls == 2
+
+
+def test_oversized_response_is_refused_not_buffered(standin: StandInOpenAIServer) -> None:
+    # batch_size=1 caps a response at 1 MiB + 256 KiB; a 400,000-dimension vector is over 1.2 MiB of JSON.
+    emb = _embedder(standin, batch_size=1)
+    standin.config.embedding_dim = 400_000
+    try:
+        for call in (lambda: emb.embed(["alpha"]), lambda: asyncio.run(_aembed_once(emb, ["alpha"]))):
+            with pytest.raises(EmbedderError, match="too large"):
+                call()
+        standin.config.embedding_dim = 64
+        assert emb.embed(["alpha"]) == [hash_vector("alpha", 64)]  # the client is still usable
+    finally:
+        emb.close()
