@@ -6,12 +6,18 @@
     time                   (the CPU bottleneck)      chunks -> put complete record
 
 Bounded queues link the stages, so parsing runs ahead of embedding and upserts
-never block it. Per document the write order is what makes a killed run safe to
-re-run: the record is marked ``pending`` before its first chunk is written, the
-new chunks are written before the old ones are deleted (a concurrent query
-never finds the document missing), and the ``complete`` record is written last.
-A re-run treats a ``pending`` record as changed; point ids are deterministic, so
-it rewrites the same points and deletes whatever else carries the doc id.
+never block it. Parsing runs ahead by a budget of *chunks*, two embed calls'
+worth by default: a bound in documents let short documents (SciFact abstracts
+make 2.4 chunks each) fill the queue with less than one call's worth, and the
+embedder then sat idle after every call until the parser caught up. The first
+call is small, so the embedder starts before a whole batch is parsed.
+
+Per document the write order is what makes a killed run safe to re-run: the
+record is marked ``pending`` before its first chunk is written, the new chunks
+are written before the old ones are deleted (a concurrent query never finds the
+document missing), and the ``complete`` record is written last. A re-run treats
+a ``pending`` record as changed; point ids are deterministic, so it rewrites the
+same points and deletes whatever else carries the doc id.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ _POLL_S = 0.05
 class StreamConfig:
     embed_batch: int = 256  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
-    queued_docs: int = 64  # prepared documents waiting for the embedder
+    queued_chunks: int = 512  # chunks parsed ahead of the embedder (queued or batched); > embed_batch
+    first_batch: int = 32  # the first embed call starts once this many chunks are ready
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
 
@@ -54,6 +61,7 @@ class _Batch:
 class _Open:
     prep: PreparedDoc
     left: int
+    credit: int  # budget this document still holds, returned as its chunks are embedded
 
 
 @dataclass
@@ -77,6 +85,40 @@ class _Shared:
                 self.report.fail(str(prep.planned.source.path), reason)
 
 
+class _ChunkBudget:
+    """Chunks the parser may hold ahead of the embedder.
+
+    One document takes at most ``capacity - reserve`` of it, with ``reserve`` the embed call
+    size. That keeps the stages from waiting on each other: the embed thread waits for more
+    chunks only while it holds fewer than one call's worth, so at least ``capacity - reserve``
+    are then free. A document larger than that passes with what it took.
+    """
+
+    def __init__(self, capacity: int, reserve: int) -> None:
+        if capacity <= reserve:
+            raise ValueError("the chunk budget must exceed one embed call")
+        self.most = capacity - reserve
+        self._free = capacity
+        self._cond = threading.Condition()
+
+    def take(self, n: int, stop: threading.Event) -> int | None:
+        """Blocks until ``n`` chunks (at most ``most``) are free; the amount taken, or None on stop."""
+        n = min(n, self.most)
+        with self._cond:
+            while self._free < n:
+                if stop.is_set():
+                    return None
+                self._cond.wait(_POLL_S)
+            self._free -= n
+        return n
+
+    def give(self, n: int) -> None:
+        if n:
+            with self._cond:
+                self._free += n
+                self._cond.notify()
+
+
 def _put(q: queue.Queue[T], item: T, stop: threading.Event) -> bool:
     while not stop.is_set():
         try:
@@ -90,13 +132,21 @@ def _put(q: queue.Queue[T], item: T, stop: threading.Event) -> bool:
 class _Embedding:
     """Batches chunks across documents; a document is finished once its last chunk is embedded."""
 
-    def __init__(self, embedder: Embedder, cfg: StreamConfig, shared: _Shared, out: queue.Queue[_Batch | None]) -> None:
-        self.embedder, self.cfg, self.shared, self.out = embedder, cfg, shared, out
+    def __init__(
+        self,
+        embedder: Embedder,
+        cfg: StreamConfig,
+        shared: _Shared,
+        budget: _ChunkBudget,
+        out: queue.Queue[_Batch | None],
+    ) -> None:
+        self.embedder, self.cfg, self.shared, self.budget, self.out = embedder, cfg, shared, budget, out
         self.pending: list[tuple[_Open, int]] = []
         self.open: deque[_Open] = deque()
+        self.calls = 0
 
-    def add(self, prep: PreparedDoc) -> None:
-        entry = _Open(prep, len(prep.chunks))
+    def add(self, prep: PreparedDoc, credit: int) -> None:
+        entry = _Open(prep, len(prep.chunks), credit)
         self.open.append(entry)
         self.pending.extend((entry, i) for i in range(len(prep.chunks)))
 
@@ -110,8 +160,20 @@ class _Embedding:
                 log.warning("embed batch of %d failed (attempt %d): %s", len(texts), attempt, type(exc).__name__)
         return None
 
+    def ready(self) -> bool:
+        """A full call's worth is pending (a smaller one for the first call)."""
+        need = self.cfg.embed_batch if self.calls else min(self.cfg.first_batch, self.cfg.embed_batch)
+        return len(self.pending) >= need
+
     def emit(self, n: int) -> None:
         batch, self.pending = self.pending[:n], self.pending[n:]
+        self.calls += 1
+        returned = 0
+        for entry, _ in batch:  # the parser may go on while these are embedded
+            if entry.credit:
+                entry.credit -= 1
+                returned += 1
+        self.budget.give(returned)
         live = [(e, i) for e, i in batch if e.prep.planned.doc_id not in self.shared.failed_docs]
         vectors = self._vectors([e.prep.embed_texts[i] for e, i in live]) if live else []
         items: list[tuple[PreparedDoc, IndexedChunk]] = []
@@ -133,21 +195,21 @@ class _Embedding:
             finished.append(self.open.popleft().prep)
         _put(self.out, _Batch(items, finished), self.shared.stop)
 
-    def run(self, source: queue.Queue[PreparedDoc | None]) -> None:
+    def run(self, source: queue.Queue[tuple[PreparedDoc, int] | None]) -> None:
         try:
             done = False
             while not done and not self.shared.stop.is_set():
                 try:
-                    prep = source.get(timeout=_POLL_S)
+                    item = source.get(timeout=_POLL_S)
                 except queue.Empty:
                     if len(self.pending) >= self.cfg.min_partial_batch:
                         self.emit(self.cfg.embed_batch)
                     continue
-                if prep is None:
+                if item is None:
                     done = True
                 else:
-                    self.add(prep)
-                while len(self.pending) >= self.cfg.embed_batch:
+                    self.add(*item)
+                while self.ready():
                     self.emit(self.cfg.embed_batch)
             while (self.pending or self.open) and not self.shared.stop.is_set():
                 self.emit(self.cfg.embed_batch)
@@ -216,9 +278,11 @@ def index_documents(
     Raises the first fatal error (an index write failing) after the threads stop.
     """
     shared = _Shared(report=report, progress=progress)
-    to_embed: queue.Queue[PreparedDoc | None] = queue.Queue(maxsize=cfg.queued_docs)
+    # The budget bounds what waits for the embedder; the queue itself never fills.
+    budget = _ChunkBudget(cfg.queued_chunks, reserve=cfg.embed_batch)
+    to_embed: queue.Queue[tuple[PreparedDoc, int] | None] = queue.Queue()
     to_write: queue.Queue[_Batch | None] = queue.Queue(maxsize=cfg.queued_batches)
-    embedding = _Embedding(embedder, cfg, shared, to_write)
+    embedding = _Embedding(embedder, cfg, shared, budget, to_write)
     threads = [
         threading.Thread(target=embedding.run, args=(to_embed,), name="ingest-embed", daemon=True),
         threading.Thread(target=_write, args=(index, cfg, shared, to_write), name="ingest-write", daemon=True),
@@ -236,8 +300,10 @@ def index_documents(
             except Exception as exc:  # a parser bug on one file must not kill the batch
                 reason = f"cannot parse file ({type(exc).__name__})"
             else:
-                if not _put(to_embed, prep, shared.stop):
+                credit = budget.take(len(prep.chunks), shared.stop)
+                if credit is None:
                     break
+                to_embed.put((prep, credit))
                 continue
             with shared.lock:
                 report.fail(str(planned.source.path), reason)
