@@ -7,12 +7,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from docquery.settings import Settings
 from tests.fakes import HashEmbedder
+
+# Property tests draw the same examples on every run, so the suite is deterministic; set
+# HYPOTHESIS_PROFILE=explore to draw new ones (and keep failures in .hypothesis/).
+hypothesis_settings.register_profile("deterministic", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(autouse=True)
