@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,23 @@ CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
 
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cli_ingest_peak_rss(root: Path, data: Path) -> dict[str, float]:
+    """(5): ``docquery ingest`` on the corpus in a process of its own, model loading included; its
+    peak RSS is the child's ``ru_maxrss`` (this process's own peak mixes in (1) and llama-index)."""
+    import subprocess
+
+    env = {**os.environ, "DOCQUERY_DATA_DIR": str(data), "DOCQUERY_SECRETS_DIR": str(data / "no-secrets")}
+    cli = Path(sys.executable).with_name("docquery")
+    t0 = time.perf_counter()
+    done = subprocess.run([str(cli), "ingest", str(root), "--json"], env=env, capture_output=True, check=False)
+    s = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"docquery ingest exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    report = json.loads(done.stdout)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"rss_mb": peak, "seconds": s, "chunks": report["chunks_written"]}
 
 
 def write_corpus(root: Path, n: int) -> int:
@@ -111,7 +129,7 @@ class TimedEmbedder:
         self.model_id, self.dimension, self.tokenizer = inner.model_id, inner.dimension, inner.tokenizer
         self.busy = 0.0
 
-    def embed(self, texts: list[str], *, query: bool = False) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         t0 = time.perf_counter()
         try:
             return self.inner.embed(texts, query=query)  # type: ignore[no-any-return]
@@ -158,11 +176,16 @@ def llama_setup() -> Any:
     return embed
 
 
-def run_llama(root: Path, embed_model: Any, *, bfloat16: bool = False) -> dict[str, float]:
+def run_llama(
+    root: Path, embed_model: Any, *, bfloat16: bool = False, chunking: tuple[int, int] | None = None
+) -> dict[str, float]:
+    """llama-index's pipeline; with ``chunking`` (size, overlap), its SentenceSplitter counts the
+    model's own tokens at DocQuery's sizes instead of its default 1,024 tiktoken tokens."""
     import contextlib
 
     import torch
     from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex
+    from llama_index.core.node_parser import SentenceSplitter
     from llama_index.vector_stores.qdrant import QdrantVectorStore
     from qdrant_client import QdrantClient
 
@@ -173,9 +196,17 @@ def run_llama(root: Path, embed_model: Any, *, bfloat16: bool = False) -> dict[s
     client = QdrantClient(location=":memory:")
     store = QdrantVectorStore(client=client, collection_name="bench")
     documents = SimpleDirectoryReader(str(root), required_exts=[".txt"]).load_data()
+    splitting: dict[str, Any] = {}
+    if chunking is not None:
+        tokenize = embed_model._model.tokenizer.tokenize  # the model's WordPiece, not tiktoken
+        size, overlap = chunking
+        splitting["transformations"] = [SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize)]
     with precision:
         index = VectorStoreIndex.from_documents(
-            documents, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
+            documents,
+            storage_context=StorageContext.from_defaults(vector_store=store),
+            embed_model=embed_model,
+            **splitting,
         )
     s = time.perf_counter() - t0
     n = client.count("bench").count
@@ -214,11 +245,16 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
         *([("(3b) llama-index, model under the same bfloat16 autocast (not its default)",
             f"{result['llama_bf16_seconds']:.1f} s → DocQuery {result['speedup_vs_llama_bf16']:.2f}× as fast")]
           if "llama_bf16_seconds" in result else []),
+        *([("(3c) llama-index at DocQuery's chunk sizes in the model's tokens (no truncation), same bfloat16 autocast",
+            f"{result['llama_equal_seconds']:.1f} s, {result['llama_equal_chunks']} chunks → DocQuery "
+            f"**{result['speedup_vs_llama_equal']:.2f}×** as fast")]
+          if "llama_equal_seconds" in result else []),
         ("(4) unchanged re-ingest",
          f"{1000 * result['unchanged_seconds']:.0f} ms = **{result['unchanged_speedup']:.0f}×** faster than the first"),
         ("(5) peak RSS",
-         f"{result['rss_mb_after_docquery']:.0f} MB after DocQuery ingest (model loaded: "
-         f"{result['rss_mb_model_loaded']:.0f} MB); {result['rss_mb_end']:.0f} MB at the end, llama-index loaded"),
+         f"**{result['rss_mb_cli_ingest']:.0f} MB**: `docquery ingest` in its own process, model loading included "
+         f"({result['cli_ingest_seconds']:.1f} s wall); this process: {result['rss_mb_model_loaded']:.0f} MB with "
+         f"the model loaded, {result['rss_mb_end']:.0f} MB at the end, llama-index loaded"),
     ]  # fmt: skip
     print()
     print("| measure | value |")
@@ -255,23 +291,18 @@ def llama_embedded_tokens(root: Path, embedder: Any) -> tuple[int, int]:
     return sum(lens), sum(min(n, 254) for n in lens)
 
 
-def run_rounds(
-    n: int, root: Path, tmp: Path, embedder: Any, texts: list[str]
-) -> tuple[list[dict[str, Any]], Any, float]:
-    """(per-round results, the settings of the last DocQuery ingest, RSS right after the first one)."""
+def run_rounds(n: int, root: Path, tmp: Path, embedder: Any, texts: list[str]) -> tuple[list[dict[str, Any]], Any]:
+    """(per-round results, the settings of the last DocQuery ingest)."""
     from docquery.settings import Settings
 
     rounds: list[dict[str, Any]] = []
     embed_model = None
-    rss_docquery = 0.0
     settings = None
     for r in range(n):
         # (1) is measured right before and right after (2): one call, then calls as the pipeline makes them.
         before = run_raw(embedder, texts, None)
         dq, settings = run_docquery(root, tmp / f"data-{r}", embedder)
         print(f"round {r}: docquery {dq}", flush=True)
-        if r == 0:
-            rss_docquery = rss_mb()  # before anything llama-index is imported
         raw = bracketed(before, run_raw(embedder, texts, Settings().ingest.embed_batch))
         print(f"round {r}: raw {raw}", flush=True)
         if embed_model is None:
@@ -283,7 +314,10 @@ def run_rounds(
         if embedder.precision == "bfloat16":
             rounds[-1]["llama_bf16"] = run_llama(root, embed_model, bfloat16=True)
             print(f"round {r}: llama-index, bfloat16 autocast {rounds[-1]['llama_bf16']}", flush=True)
-    return rounds, settings, rss_docquery
+            spec = (Settings().ingest.chunk_tokens, Settings().ingest.chunk_overlap)
+            rounds[-1]["llama_equal"] = run_llama(root, embed_model, bfloat16=True, chunking=spec)
+            print(f"round {r}: llama-index, DocQuery's chunk sizes, bfloat16 {rounds[-1]['llama_equal']}", flush=True)
+    return rounds, settings
 
 
 def main() -> int:
@@ -307,13 +341,15 @@ def main() -> int:
     texts = docquery_chunks(root, Settings(data_dir=tmp / "unused"), embedder)
     print(f"{n_docs} docs -> {len(texts)} DocQuery chunks; model load {model_load:.1f}s", flush=True)
 
-    rounds, settings, rss_docquery = run_rounds(args.rounds, root, tmp, embedder, texts)
+    cli = cli_ingest_peak_rss(root, tmp / "data-cli")
+    print(f"docquery ingest CLI: {cli}", flush=True)
+    rounds, settings = run_rounds(args.rounds, root, tmp, embedder, texts)
     assert settings is not None
     unchanged = [run_unchanged(root, settings, embedder) for _ in range(3)]
     rss_end = rss_mb()
 
     def med(key: str, field: str) -> float:
-        return statistics.median(r[key][field] for r in rounds)
+        return float(statistics.median(r[key][field] for r in rounds))
 
     result = {
         "docs": n_docs,
@@ -327,7 +363,8 @@ def main() -> int:
         "unchanged_seconds": statistics.median(u["seconds"] for u in unchanged),
         "model_load_seconds": model_load,
         "rss_mb_model_loaded": rss_model,
-        "rss_mb_after_docquery": rss_docquery,
+        "rss_mb_cli_ingest": cli["rss_mb"],
+        "cli_ingest_seconds": cli["seconds"],
         "rss_mb_end": rss_end,
         "cpu": os.cpu_count(),
         "precision": embedder.precision,
@@ -335,6 +372,9 @@ def main() -> int:
     if embedder.precision == "bfloat16":
         result["llama_bf16_seconds"] = med("llama_bf16", "seconds")
         result["speedup_vs_llama_bf16"] = result["llama_bf16_seconds"] / result["docquery_seconds"]
+        result["llama_equal_seconds"] = med("llama_equal", "seconds")
+        result["llama_equal_chunks"] = rounds[0]["llama_equal"]["chunks"]
+        result["speedup_vs_llama_equal"] = result["llama_equal_seconds"] / result["docquery_seconds"]
     result["doc_tokens"], result["docquery_tokens"], result["llama_truncated_tokens"] = token_counts(
         root, texts, embedder
     )
