@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from docquery.domain import IndexedChunk
+from docquery.domain import DocumentRecord, IndexedChunk
 from docquery.ports import Embedder, IndexAdapter
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.progress import Progress
@@ -228,31 +228,38 @@ def _write(index: IndexAdapter, cfg: StreamConfig, shared: _Shared, source: queu
         if shared.stop.is_set():
             continue  # keep draining so the embed thread never blocks
         try:
+            # Crash safety: a pending record exists before any of the document's chunks do.
+            pending: dict[str, DocumentRecord] = {}
             for prep, item in batch.items:
                 if item.chunk.doc_id not in started:
                     started.add(item.chunk.doc_id)
-                    # Crash safety: a pending record exists before any of the document's chunks do.
-                    index.put_document(replace(prep.record, status="pending"))
+                    pending[item.chunk.doc_id] = replace(prep.record, status="pending")
+            index.put_documents(list(pending.values()))
             for i in range(0, len(batch.items), cfg.upsert_batch):
                 part = [item for _, item in batch.items[i : i + cfg.upsert_batch]]
                 index.upsert(part)
                 shared.progress.written(len(part))
-            for prep in batch.finished:
-                if prep.planned.doc_id not in shared.failed_docs:
-                    _finish(index, prep, shared)
+            done = [prep for prep in batch.finished if prep.planned.doc_id not in shared.failed_docs]
+            for prep in done:
+                _replace_old_chunks(index, prep, shared)
+            index.put_documents([prep.record for prep in done])  # each complete only after its old chunks went
+            for prep in done:
+                _count_finished(prep, shared)
         except BaseException as exc:
             shared.abort(exc)
 
 
-def _finish(index: IndexAdapter, prep: PreparedDoc, shared: _Shared) -> None:
-    doc_id = prep.planned.doc_id
+def _replace_old_chunks(index: IndexAdapter, prep: PreparedDoc, shared: _Shared) -> None:
     # New chunks are all written; now drop every other chunk of this document (old
-    # content, or leftovers of a killed run), then mark the document complete.
-    removed = index.delete_chunks(doc_id, keep_ids=[c.id for c in prep.chunks])
-    index.put_document(prep.record)
+    # content, or leftovers of a killed run). Its complete record is written after this.
+    removed = index.delete_chunks(prep.planned.doc_id, keep_ids=[c.id for c in prep.chunks])
+    with shared.lock:
+        shared.report.chunks_deleted += removed
+
+
+def _count_finished(prep: PreparedDoc, shared: _Shared) -> None:
     with shared.lock:
         report = shared.report
-        report.chunks_deleted += removed
         report.chunks_written += len(prep.chunks)
         report.chunks_flagged += sum(1 for c in prep.chunks if c.flags)
         report.chunks_quarantined += sum(prep.quarantined)

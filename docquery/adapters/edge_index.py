@@ -327,8 +327,15 @@ class EdgeIndex:
         return document_from_payload(recs[0].payload or {}) if recs else None
 
     def put_document(self, record: DocumentRecord) -> None:
-        point = Point(id=uuid.UUID(document_point_id(record.doc_id)), vector={}, payload=document_payload(record))
-        self._update(UpdateOperation.upsert_points([point]), "put document")
+        self.put_documents([record])
+
+    def put_documents(self, records: Sequence[DocumentRecord]) -> None:
+        if not records:
+            return
+        points = [
+            Point(id=uuid.UUID(document_point_id(r.doc_id)), vector={}, payload=document_payload(r)) for r in records
+        ]
+        self._update(UpdateOperation.upsert_points(points), "put document")
 
     def delete_document(self, doc_id: str) -> int:
         n = self.delete_chunks(doc_id)

@@ -361,8 +361,15 @@ class ServerIndex:
         return document_from_payload(recs[0].payload or {}) if recs else None
 
     def put_document(self, record: DocumentRecord) -> None:
-        point = models.PointStruct(id=document_point_id(record.doc_id), vector={}, payload=document_payload(record))
-        self._call("put document", self._client.upsert, self.name, [point], wait=True)
+        self.put_documents([record])
+
+    def put_documents(self, records: Sequence[DocumentRecord]) -> None:
+        if not records:
+            return
+        points = [
+            models.PointStruct(id=document_point_id(r.doc_id), vector={}, payload=document_payload(r)) for r in records
+        ]
+        self._call("put document", self._client.upsert, self.name, points, wait=True)
 
     def delete_document(self, doc_id: str) -> int:
         n = self.delete_chunks(doc_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,20 @@ def test_document_records_round_trip(opener: Opener, hash_embedder: HashEmbedder
     assert index.get_document("a") is None
     assert index.count_chunks() == 0
     assert [d.doc_id for d in index.list_documents()] == ["b", "c"]
+
+
+@both
+def test_several_records_in_one_write_replace_one_by_one_writes(opener: Opener, hash_embedder: HashEmbedder) -> None:
+    index = opener(hash_embedder)
+    index.put_documents([])  # nothing to write is not an error
+    index.put_document(record("a", "/docs", ("hr",)))
+    pending = [replace(record(d, "/docs", ("eng",), 3), status="pending") for d in ("a", "b", "c")]
+    index.put_documents(pending)
+    assert [index.get_document(d) for d in ("a", "b", "c")] == pending
+    complete = [record(d, "/docs", ("eng",), 3) for d in ("a", "b")]
+    index.put_documents(complete)
+    assert [d.status for d in index.list_documents()] == ["complete", "complete", "pending"]
+    assert index.count_chunks() == 0
 
 
 @both

@@ -41,17 +41,27 @@ class GatedEmbedder:
 
 
 class RecordingIndex:
+    """Keeps points and records in memory, and the order of the writes per document."""
+
     def __init__(self) -> None:
         self.points: dict[str, IndexedChunk] = {}
         self.records: dict[str, DocumentRecord] = {}
+        self.log: list[tuple[str, str]] = []  # (operation, doc_id)
 
     def put_document(self, record: DocumentRecord) -> None:
-        self.records[record.doc_id] = record
+        self.put_documents([record])
+
+    def put_documents(self, records: Sequence[DocumentRecord]) -> None:
+        for r in records:
+            self.records[r.doc_id] = r
+            self.log.append((r.status, r.doc_id))
 
     def upsert(self, items: Sequence[IndexedChunk]) -> None:
         self.points.update({i.chunk.id: i for i in items})
+        self.log.extend(("chunk", i.chunk.doc_id) for i in items)
 
     def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str]) -> int:
+        self.log.append(("delete", doc_id))
         gone = [k for k, v in self.points.items() if v.chunk.doc_id == doc_id and k not in keep_ids]
         for k in gone:
             del self.points[k]
@@ -130,6 +140,10 @@ def test_short_documents_keep_two_calls_ready_while_the_embedder_works() -> None
     # Every later call but the last is full: the next call's chunks were always waiting.
     assert all(size == 8 for size in embedder.sizes[1:-1])
     assert len(index.points) == 60 and report.chunks_written == 60 and report.added == 60
+    # Records are written in batches; per document the crash-safe order still holds.
+    for doc in (f"d{i}" for i in range(60)):
+        ops = [op for op, d in index.log if d == doc]
+        assert ops == ["pending", "chunk", "delete", "complete"], (doc, ops)
 
 
 def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
