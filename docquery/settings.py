@@ -89,6 +89,9 @@ class EmbedderSettings(BaseModel):
     # (AMX or AVX512-BF16) and in float32 otherwise. Vectors match float32 to cosine >= 0.9999
     # (docs/benchmarks.md), so a collection never needs re-embedding when this changes.
     precision: EmbedderPrecision = "auto"
+    # kind=local on CPU: threads that share a long embed call, one torch thread each; 0 = one per
+    # usable core, at most 4 (docquery/adapters/local_embedder.py).
+    workers: int = Field(default=0, ge=0, le=64)
 
 
 class LLMSettings(BaseModel):

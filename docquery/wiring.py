@@ -28,7 +28,7 @@ KeyProvider = Callable[[], SecretStr | None]
 def _local_embedder(s: Settings, keys: KeyProvider) -> Embedder:
     from docquery.adapters.local_embedder import LocalEmbedder
 
-    return LocalEmbedder(batch_size=s.embedder.batch_size, precision=s.embedder.precision)
+    return LocalEmbedder(batch_size=s.embedder.batch_size, precision=s.embedder.precision, workers=s.embedder.workers)
 
 
 def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:
@@ -156,6 +156,9 @@ class Components:
 
     def close(self) -> None:
         self.index.close()
+        closer = getattr(self.embedder, "close", None)  # worker threads, HTTP pools
+        if callable(closer):
+            closer()
 
     async def release_loop_resources(self) -> None:
         """Release what belongs to the running event loop (the HTTP clients' connection pools).

@@ -1,0 +1,109 @@
+"""The bundled model's worker threads: the same vectors in the same order, really in parallel, one
+torch thread each, and a failure in a worker is the embedder's clean error."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docquery.adapters.local_embedder import LocalEmbedder, resolve_workers
+from docquery.errors import EmbedderError
+
+CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
+
+
+def _texts(n: int) -> list[str]:
+    """Texts of very different lengths, so the longest-first passes reorder them."""
+    base = [
+        "Vitamin D deficiency is associated with respiratory infections.",
+        "The mitochondrial electron transport chain generates most of the cell's ATP. " * 6,
+        "Kubernetes NetworkPolicies select pods by label.",
+        "Beta blockers lower heart rate and blood pressure by blocking adrenaline receptors. " * 3,
+    ]
+    return [f"{i}: {base[i % len(base)]}" * (1 + i % 3) for i in range(n)]
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+@pytest.fixture
+def embedder(local_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> LocalEmbedder:
+    monkeypatch.setattr(local_embedder, "workers", 2)  # whatever this machine's core count
+    return local_embedder
+
+
+def test_workers_give_the_single_thread_vectors_in_order(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = _texts(3 * 32 + 5)  # four passes, the last one short
+    parallel = embedder.embed(texts)
+    monkeypatch.setattr(embedder, "workers", 1)
+    single = embedder.embed(texts)
+    assert len(parallel) == len(texts)
+    for i, (a, b) in enumerate(zip(parallel, single, strict=True)):
+        assert _cos(a, b) >= 0.9999, i
+        # In order: no other text's vector is closer (the texts are all different).
+        assert max(range(len(single)), key=lambda j: _cos(a, single[j])) == i
+
+
+def test_passes_run_on_the_workers_with_one_torch_thread_each(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    seen: list[tuple[str, int]] = []
+    both_inside = threading.Barrier(2, timeout=20)
+    encode = embedder._encode
+
+    def recording(texts: list[str]) -> list[list[float]]:
+        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        if len(seen) <= 2:
+            both_inside.wait()  # the first two passes are in flight at the same time
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "_encode", recording)
+    caller_threads = torch.get_num_threads()
+    assert len(embedder.embed(_texts(4 * 32))) == 128
+    assert len({name for name, _ in seen}) == 2 and all(name.startswith("embed") for name, _ in seen)
+    assert {n for _, n in seen} == {1}
+    assert torch.get_num_threads() == caller_threads  # the caller's torch threads are untouched
+
+
+def test_a_failing_pass_is_a_clean_error_and_the_embedder_goes_on(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encode = embedder._encode
+    calls: list[int] = []
+
+    def failing(texts: list[str]) -> Any:
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise RuntimeError("secret document text must not appear")
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "_encode", failing)
+    with pytest.raises(EmbedderError) as info:
+        embedder.embed(_texts(3 * 32))
+    assert "secret" not in str(info.value)
+    assert len(embedder.embed(_texts(3 * 32))) == 96
+
+
+def test_worker_count() -> None:
+    assert resolve_workers(0, device="cuda") == 1  # one stream on a GPU
+    assert resolve_workers(3) == 3
+    assert 1 <= resolve_workers(0) <= 4
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="SciFact is not on this machine")
+def test_workers_match_on_real_abstracts(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CORPUS.open(encoding="utf-8") as fh:
+        texts = [json.loads(line)["text"][:1500] for line, _ in zip(fh, range(80), strict=False)]
+    parallel = embedder.embed(texts)
+    monkeypatch.setattr(embedder, "workers", 1)
+    assert min(_cos(a, b) for a, b in zip(parallel, embedder.embed(texts), strict=True)) >= 0.9999
