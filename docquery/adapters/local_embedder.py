@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Literal
 
 from docquery.errors import EmbedderError
@@ -138,21 +138,29 @@ class LocalEmbedder:
             [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
         )
         take = threading.Lock()
+        failed = threading.Event()
         out: list[list[float]] = [[] for _ in texts]
 
         def work() -> None:
             with self._autocast():  # autocast is per thread
-                while True:
+                while not failed.is_set():
                     with take:
                         ids = next(passes, None)
                     if ids is None:
                         return
-                    for i, vector in zip(ids, self._encode([texts[i] for i in ids]), strict=True):
+                    try:
+                        vectors = self._encode([texts[i] for i in ids])
+                    except BaseException:
+                        failed.set()  # the other workers stop after their current pass
+                        raise
+                    for i, vector in zip(ids, vectors, strict=True):
                         out[i] = vector
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed", initializer=_one_torch_thread)
-        for future in [self._pool.submit(work) for _ in range(self.workers)]:
+        futures = [self._pool.submit(work) for _ in range(self.workers)]
+        wait(futures)  # every worker is done before the call returns or raises: none outlives the lock
+        for future in futures:
             future.result()
         return out
 

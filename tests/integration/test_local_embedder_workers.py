@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,13 @@ def test_a_failing_pass_is_a_clean_error_and_the_embedder_goes_on(
 
     monkeypatch.setattr(embedder, "_encode", failing)
     with pytest.raises(EmbedderError) as info:
-        embedder.embed(_texts(3 * 32))
+        embedder.embed(_texts(6 * 32))
     assert "secret" not in str(info.value)
+    # The other worker stopped after its pass, before the call raised: nothing runs on.
+    stopped_at = len(calls)
+    assert stopped_at < 6
+    time.sleep(0.3)
+    assert len(calls) == stopped_at
     assert len(embedder.embed(_texts(3 * 32))) == 96
 
 
