@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from pathlib import Path
 from typing import Any, Literal
 
 from docquery.errors import EmbedderError
@@ -61,7 +63,20 @@ def resolve_workers(requested: int, *, device: str = "cpu") -> int:
         return 1
     if requested > 0:
         return requested
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    return max(1, min(4, usable_cpus()))
+
+
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """Cores this process may run on, capped by a cgroup v2 CPU quota: a pod with a 2-CPU limit
+    on a 64-core node sees 64 cores in its affinity mask but gets the time of 2."""
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        quota, period = cpu_max.read_text(encoding="ascii").split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 file, or an unexpected format: the affinity mask stands
+    return cpus
 
 
 def _one_torch_thread() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from docquery.adapters.local_embedder import LocalEmbedder, resolve_workers
+from docquery.adapters.local_embedder import LocalEmbedder, resolve_workers, usable_cpus
 from docquery.errors import EmbedderError
 
 CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
@@ -100,10 +101,21 @@ def test_a_failing_pass_is_a_clean_error_and_the_embedder_goes_on(
     assert len(embedder.embed(_texts(3 * 32))) == 96
 
 
-def test_worker_count() -> None:
+def test_worker_count(tmp_path: Path) -> None:
     assert resolve_workers(0, device="cuda") == 1  # one stream on a GPU
     assert resolve_workers(3) == 3
     assert 1 <= resolve_workers(0) <= 4
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    for content, expected in [
+        ("max 100000\n", affinity),  # no quota
+        ("100000 100000\n", 1),  # a 1-CPU limit
+        ("150000 100000\n", min(affinity, 2)),  # 1.5 CPUs: two workers share the time
+        ("garbage\n", affinity),
+    ]:
+        cpu_max.write_text(content, encoding="ascii")
+        assert usable_cpus(cpu_max) == expected, content
+    assert usable_cpus(tmp_path / "missing") == affinity
 
 
 @pytest.mark.skipif(not CORPUS.exists(), reason="SciFact is not on this machine")
