@@ -199,10 +199,7 @@ def _index(
         pipeline_fingerprint=fingerprint,
         ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    # Two embed calls' worth parsed ahead: one call is always ready when the previous one returns.
-    stream_cfg = StreamConfig(
-        embed_batch=cfg.embed_batch, upsert_batch=cfg.upsert_batch, queued_chunks=2 * cfg.embed_batch
-    )
+    stream_cfg = StreamConfig(embed_batch=cfg.embed_batch, upsert_batch=cfg.upsert_batch)
     progress.start(len(docs))
     try:
         index_documents(

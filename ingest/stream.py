@@ -7,7 +7,7 @@
 
 Bounded queues link the stages, so parsing runs ahead of embedding and upserts
 never block it. Parsing runs ahead by a budget of *chunks*, two embed calls'
-worth by default: a bound in documents let short documents (SciFact abstracts
+worth: a bound in documents let short documents (SciFact abstracts
 make 2.4 chunks each) fill the queue with less than one call's worth, and the
 embedder then sat idle after every call until the parser caught up. The first
 call is small, so the embedder starts before a whole batch is parsed.
@@ -45,7 +45,6 @@ _POLL_S = 0.05
 class StreamConfig:
     embed_batch: int = 256  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
-    queued_chunks: int = 512  # chunks parsed ahead of the embedder (queued or batched); > embed_batch
     first_batch: int = 32  # the first embed call starts once this many chunks are ready
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
@@ -86,19 +85,16 @@ class _Shared:
 
 
 class _ChunkBudget:
-    """Chunks the parser may hold ahead of the embedder.
+    """Chunks the parser may hold ahead of the embedder: two embed calls' worth.
 
-    One document takes at most ``capacity - reserve`` of it, with ``reserve`` the embed call
-    size. That keeps the stages from waiting on each other: the embed thread waits for more
-    chunks only while it holds fewer than one call's worth, so at least ``capacity - reserve``
-    are then free. A document larger than that passes with what it took.
+    One document takes at most one call's worth. That keeps the stages from waiting on each
+    other: the embed thread waits for more chunks only while it holds fewer than one call's
+    worth, so at least one call's worth is then free. A larger document passes with what it took.
     """
 
-    def __init__(self, capacity: int, reserve: int) -> None:
-        if capacity <= reserve:
-            raise ValueError("the chunk budget must exceed one embed call")
-        self.most = capacity - reserve
-        self._free = capacity
+    def __init__(self, per_call: int) -> None:
+        self.most = per_call
+        self._free = 2 * per_call
         self._cond = threading.Condition()
 
     def take(self, n: int, stop: threading.Event) -> int | None:
@@ -286,7 +282,7 @@ def index_documents(
     """
     shared = _Shared(report=report, progress=progress)
     # The budget bounds what waits for the embedder; the queue itself never fills.
-    budget = _ChunkBudget(cfg.queued_chunks, reserve=cfg.embed_batch)
+    budget = _ChunkBudget(cfg.embed_batch)
     to_embed: queue.Queue[tuple[PreparedDoc, int] | None] = queue.Queue()
     to_write: queue.Queue[_Batch | None] = queue.Queue(maxsize=cfg.queued_batches)
     embedding = _Embedding(embedder, cfg, shared, budget, to_write)

@@ -123,7 +123,7 @@ def _settled(read: object, timeout: float = 5.0) -> int:
 
 def test_short_documents_keep_two_calls_ready_while_the_embedder_works() -> None:
     # One chunk per document: a bound counted in documents would hold fewer chunks than a call.
-    cfg = StreamConfig(embed_batch=8, upsert_batch=8, queued_chunks=16, first_batch=2, min_partial_batch=1)
+    cfg = StreamConfig(embed_batch=8, upsert_batch=8, first_batch=2, min_partial_batch=1)
     embedder, prepare = GatedEmbedder(), CountingPrepare(1)
     worker, index, report = _run(_planned(60), prepare, embedder, cfg)
     try:
@@ -149,8 +149,8 @@ def test_short_documents_keep_two_calls_ready_while_the_embedder_works() -> None
 def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
     # d0's 3 chunks are fewer than the first call needs (4), so the embedder waits for more while
     # holding 3 of the 8; d1 must not then wait for the whole budget (a deadlock, seen before the
-    # per-document cap). It takes at most budget - one call and passes with that.
-    cfg = StreamConfig(embed_batch=4, upsert_batch=4, queued_chunks=8, first_batch=4)
+    # per-document cap). It takes at most one call's worth and passes with that.
+    cfg = StreamConfig(embed_batch=4, upsert_batch=4, first_batch=4)
     per_doc = {"d0": 3, "d1": 50, "d2": 2}
     embedder, prepare = GatedEmbedder(), CountingPrepare(per_doc)
     embedder.release.set()
@@ -164,7 +164,7 @@ def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
 
 @pytest.mark.parametrize("chunks_per_doc", [0, 3])
 def test_the_parser_stops_at_the_budget_for_any_document_size(chunks_per_doc: int) -> None:
-    cfg = StreamConfig(embed_batch=6, upsert_batch=6, queued_chunks=12, first_batch=3)
+    cfg = StreamConfig(embed_batch=6, upsert_batch=6, first_batch=3)
     # Documents without chunks hold no budget; the one chunked document after them starts the call.
     per_doc = {f"d{i}": (chunks_per_doc if i else 3) for i in range(40)}
     embedder, prepare = GatedEmbedder(), CountingPrepare(per_doc)
