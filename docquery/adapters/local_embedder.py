@@ -16,8 +16,9 @@ Workers: on CPU, a call of more than one forward pass is split into passes of
 running torch with one thread. torch's own threads meet at a barrier after every
 operation, so when ingest's parser or writer takes a core from one of them, the
 other waits; separate workers each lose only their own time. On this 2-core VM
-it embedded 5-8 % faster alone and kept the ingest pipeline at 94-95 % of that
-rate where torch's threads gave 87-101 % (docs/benchmarks.md). A single text (a
+it embedded 5-8 % faster alone, and ingest end to end took 32-36 s instead of
+38-44 s; the pipeline still runs at 80-103 % of the embedder's own rate, because
+the parser shares the GIL with the workers (docs/benchmarks.md). A single text (a
 query) still runs on the caller's thread with torch's default threads.
 """
 
