@@ -154,6 +154,10 @@ class IngestSettings(BaseModel):
     optimize: bool = True
     upsert_batch: int = Field(default=256, ge=1)
     embed_batch: int = Field(default=256, ge=1)  # chunks per embed call, batched across documents
+    # Parse files in a process of its own: it shares no GIL with the embedder, and a parser that
+    # crashes or hangs on one file fails that file only (ingest.parsing). Off: the ingest process parses.
+    parse_process: bool = True
+    parse_timeout_s: float = Field(default=300.0, gt=0)  # a file still parsing after this fails (parse process)
     progress_interval_s: float = Field(default=10.0, ge=0.0)  # plain progress lines (non-TTY); 0 = every batch
 
 

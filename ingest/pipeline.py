@@ -199,7 +199,12 @@ def _index(
         pipeline_fingerprint=fingerprint,
         ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    stream_cfg = StreamConfig(embed_batch=cfg.embed_batch, upsert_batch=cfg.upsert_batch)
+    stream_cfg = StreamConfig(
+        embed_batch=cfg.embed_batch,
+        upsert_batch=cfg.upsert_batch,
+        parse_process=cfg.parse_process,
+        parse_timeout_s=cfg.parse_timeout_s,
+    )
     progress.start(len(docs))
     try:
         index_documents(

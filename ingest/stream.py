@@ -1,16 +1,18 @@
 """The overlapped stages for documents that must be (re)indexed.
 
-    caller thread          embed thread              write thread
+    parse process          embed thread              write thread
+    (or caller thread)
     prepare (load, scan,   batches chunks across     put pending record -> upsert
     chunk) one doc at a -> documents, embeds them -> in batches -> delete replaced
     time                   (the CPU bottleneck)      chunks -> put complete record
 
 Bounded queues link the stages, so parsing runs ahead of embedding and upserts
-never block it. Parsing runs ahead by a budget of *chunks*, two embed calls'
-worth: a bound in documents let short documents (SciFact abstracts
-make 2.4 chunks each) fill the queue with less than one call's worth, and the
-embedder then sat idle after every call until the parser caught up. The first
-call is small, so the embedder starts before a whole batch is parsed.
+never block it. The caller thread takes parsed documents from ``ingest.parsing``
+and passes them on within a budget of *chunks*, two embed calls' worth: a bound
+in documents let short documents (SciFact abstracts make 2.4 chunks each) fill
+the queue with less than one call's worth, and the embedder then sat idle after
+every call until the parser caught up. The first call is small, so the embedder
+starts before a whole batch is parsed.
 
 Per document the write order is what makes a killed run safe to re-run: the
 record is marked ``pending`` before its first chunk is written, the new chunks
@@ -26,13 +28,16 @@ import logging
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from docquery.domain import DocumentRecord, IndexedChunk
 from docquery.ports import Embedder, IndexAdapter
-from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+from ingest.model import PlannedDoc, PreparedDoc
+from ingest.parse_child import Prepare
+from ingest.parsing import in_process, in_thread
 from ingest.progress import Progress
 from ingest.report import Report
 
@@ -46,6 +51,8 @@ class StreamConfig:
     embed_batch: int = 256  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
     first_batch: int = 32  # the first embed call starts once this many chunks are ready
+    parse_process: bool = False  # parse in a process of its own (ingest.parsing); the pipeline turns it on
+    parse_timeout_s: float = 300.0  # a file still parsing after this fails (parse process only)
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
 
@@ -269,7 +276,7 @@ def _count_finished(prep: PreparedDoc, shared: _Shared) -> None:
 def index_documents(
     docs: Sequence[PlannedDoc],
     *,
-    prepare: Callable[[PlannedDoc], PreparedDoc],
+    prepare: Prepare,
     embedder: Embedder,
     index: IndexAdapter,
     cfg: StreamConfig,
@@ -292,25 +299,25 @@ def index_documents(
     ]
     for t in threads:
         t.start()
+    outcomes = (
+        in_process(docs, prepare, timeout_s=cfg.parse_timeout_s, stop=shared.stop)
+        if cfg.parse_process
+        else in_thread(docs, prepare)
+    )
     try:
-        for planned in docs:
-            if shared.stop.is_set():
-                break
-            try:
-                prep = prepare(planned)
-            except FileRejected as exc:
-                reason = exc.reason
-            except Exception as exc:  # a parser bug on one file must not kill the batch
-                reason = f"cannot parse file ({type(exc).__name__})"
-            else:
-                credit = budget.take(len(prep.chunks), shared.stop)
+        with closing(outcomes):  # stops the parse process, whatever happens here
+            for planned, got in outcomes:
+                if shared.stop.is_set():
+                    break
+                if isinstance(got, str):
+                    with shared.lock:
+                        report.fail(str(planned.source.path), got)
+                    progress.file_done()
+                    continue
+                credit = budget.take(len(got.chunks), shared.stop)
                 if credit is None:
                     break
-                to_embed.put((prep, credit))
-                continue
-            with shared.lock:
-                report.fail(str(planned.source.path), reason)
-            progress.file_done()
+                to_embed.put((got, credit))
         _put(to_embed, None, shared.stop)
     except BaseException as exc:
         shared.abort(exc)

@@ -67,10 +67,14 @@ BAD_FILES: dict[str, tuple[Callable[[], bytes] | None, Callable[[], bytes], str]
 }
 
 
+@pytest.mark.parametrize("parse_process", [True, False], ids=["parse-process", "parse-in-thread"])
 def test_each_bad_file_is_reported_others_indexed_nothing_lost(
-    ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str]
+    ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str], parse_process: bool
 ) -> None:
     env = ingest_env
+    env.settings = env.settings.model_copy(
+        update={"ingest": env.settings.ingest.model_copy(update={"parse_process": parse_process})}
+    )
     _seed(env)
     for name, (good, _, _) in BAD_FILES.items():
         if good is not None:
