@@ -153,7 +153,9 @@ class IngestSettings(BaseModel):
     # Build the search index (HNSW, indexed payload segments) at the end of a run that wrote chunks.
     optimize: bool = True
     upsert_batch: int = Field(default=256, ge=1)
-    embed_batch: int = Field(default=256, ge=1)  # chunks per embed call, batched across documents
+    # Chunks per embed call, across documents. The local embedder sorts a call by length before
+    # its passes of 32: calls of 1024 pad 1.8 % of tokens, calls of 256 5.9 % (SciFact).
+    embed_batch: int = Field(default=1024, ge=1)
     # Parse files in a process of its own: it shares no GIL with the embedder, and a parser that
     # crashes or hangs on one file fails that file only (ingest.parsing). Off: the ingest process parses.
     parse_process: bool = True

@@ -48,7 +48,7 @@ _POLL_S = 0.05
 
 @dataclass(frozen=True)
 class StreamConfig:
-    embed_batch: int = 256  # chunks per embed call
+    embed_batch: int = 1024  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
     first_batch: int = 32  # the first embed call starts once this many chunks are ready
     parse_process: bool = False  # parse in a process of its own (ingest.parsing); the pipeline turns it on
