@@ -14,9 +14,10 @@ Reports, in one process and one run:
 5. peak RSS.
 
 Model loading is outside every timing (both pipelines get a loaded model). Each round runs
-raw (one call) / DocQuery / raw (calls of 256) / llama-index, so that background load hits all
-of them alike; (1) for the round is the mean of the two raw runs that bracket (2), and (2)/(1)
-is the median of the rounds' ratios. The machine's load average is recorded with each measurement.
+raw (one call) / DocQuery / raw (calls of DOCQUERY_INGEST__EMBED_BATCH, 1024 by default) /
+llama-index, so that background load hits all of them alike; (1) for the round is the mean of
+the two raw runs that bracket (2), and (2)/(1) is the median of the rounds' ratios. The
+machine's load average is recorded with each measurement.
 
     .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 2] [--json out.json]
 """
@@ -50,50 +51,42 @@ def rss_mb() -> float:
 
 def _tree_rss_mb(pid: int) -> float:
     """Resident memory of ``pid`` and its descendants (the parse process), from /proc."""
-    parents: dict[int, int] = {}
-    rss: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat[1])
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                rss[int(entry.name)] = int(line.split()[1]) / 1024
-    tree, todo = {pid}, [pid]
+    total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
-        for child, parent in parents.items():
-            if parent == p and child not in tree:
-                tree.add(child)
-                todo.append(child)
-    return sum(rss.get(p, 0.0) for p in tree)
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue  # it exited meanwhile
+    return total
 
 
 def cli_ingest_peak_rss(root: Path, data: Path) -> dict[str, float]:
     """(5): ``docquery ingest`` on the corpus in a process of its own, model loading included.
     Its own peak is its ``ru_maxrss``; the peak of it and its parse process together is sampled
-    from /proc every 50 ms (this process's own peak mixes in (1) and llama-index)."""
+    from /proc every 100 ms (this process's own peak mixes in (1) and llama-index)."""
     import subprocess
 
     env = {**os.environ, "DOCQUERY_DATA_DIR": str(data), "DOCQUERY_SECRETS_DIR": str(data / "no-secrets")}
     cli = Path(sys.executable).with_name("docquery")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(cli), "ingest", str(root), "--json"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    tree_peak = 0.0
-    while proc.poll() is None:
-        tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
-        time.sleep(0.05)
-    out, err = proc.communicate()
-    s = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"docquery ingest exited {proc.returncode}: {err.decode()[-2000:]}")
-    report = json.loads(out)
+    # Files, not pipes: nothing reads them until the run ends, and a full pipe would stall it.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([str(cli), "ingest", str(root), "--json"], env=env, stdout=out, stderr=err)
+        tree_peak = 0.0
+        while proc.poll() is None:
+            tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
+            time.sleep(0.1)
+        s = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"docquery ingest exited {proc.returncode}: {err.read().decode()[-2000:]}")
+        report = json.loads(out.read())
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"rss_mb": peak, "tree_rss_mb": tree_peak, "seconds": s, "chunks": report["chunks_written"]}
 
@@ -259,10 +252,13 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
         ("embedder precision (DocQuery and (1))", result["precision"]),
         ("documents / DocQuery chunks / llama-index chunks",
          f"{result['docs']} / {result['docquery_chunks']} / {result['llama_chunks']}"),
+        ("padded tokens, each call sorted by length and cut into passes of 32: " + " / ".join(result["padding"]),
+         " / ".join(f"{100 * v:.1f} %" for v in result["padding"].values())),
         ("model tokens: documents / embedded by DocQuery / handed to the model by llama-index / kept by the model",
          f"{result['doc_tokens']} / {result['docquery_tokens']} / {result['llama_text_tokens']} / "
          f"{result['llama_embedded_tokens']}"),
-        ("(1) raw embedder on DocQuery's chunks (per round, the mean of one call before (2) and calls of 256 after)",
+        ("(1) raw embedder on DocQuery's chunks (per round, the mean of one call before (2) and calls of "
+         f"{result['embed_batch']} after)",
          f"{result['raw_chunks_per_s']:.1f} chunks/s (per round: "
          + ", ".join(f"{r['raw']['one_call_chunks_per_s']:.1f} / {r['raw']['batched_chunks_per_s']:.1f}"
                      for r in rounds)
@@ -286,7 +282,7 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
          f"{1000 * result['unchanged_seconds']:.0f} ms = **{result['unchanged_speedup']:.0f}×** faster than the first"),
         ("(5) peak RSS",
          f"**{result['rss_mb_cli_ingest']:.0f} MB**: `docquery ingest` in its own process, model loading included; "
-         f"with its parse process, sampled every 50 ms: {result['rss_mb_cli_tree']:.0f} MB "
+         f"with its parse process, sampled every 100 ms: {result['rss_mb_cli_tree']:.0f} MB "
          f"({result['cli_ingest_seconds']:.1f} s wall); this process: {result['rss_mb_model_loaded']:.0f} MB with "
          f"the model loaded, {result['rss_mb_end']:.0f} MB at the end, llama-index loaded"),
     ]  # fmt: skip
@@ -304,6 +300,23 @@ def token_counts(root: Path, texts: list[str], embedder: Any) -> tuple[int, int,
     docs = [p.read_text(encoding="utf-8") for p in sorted(root.glob("*.txt"))]
     doc_lens = [len(s) for s in tok.spans(docs)]
     return sum(doc_lens), sum(len(s) for s in tok.spans(texts)), sum(max(0, n - 254) for n in doc_lens)
+
+
+def padding(texts: list[str], embedder: Any, calls: tuple[int, ...] = (256, 1024)) -> dict[str, float]:
+    """Share of padded tokens when calls of N chunks are each sorted by length and cut into the
+    embedder's passes of 32 (as LocalEmbedder does), and in one call over the whole corpus."""
+    from docquery.adapters.local_embedder import MAX_TOKENS
+    from ingest.chunking import tokenizer_for
+
+    lens = [min(MAX_TOKENS, len(s) + 2) for s in tokenizer_for(embedder).spans(texts)]  # + [CLS], [SEP]
+    out: dict[str, float] = {}
+    for size in (*calls, len(lens)):
+        padded = 0
+        for i in range(0, len(lens), size):
+            call = sorted(lens[i : i + size], reverse=True)
+            padded += sum(max(call[j : j + 32]) * len(call[j : j + 32]) for j in range(0, len(call), 32))
+        out["one call" if size == len(lens) else f"calls of {size}"] = padded / sum(lens) - 1
+    return out
 
 
 def llama_embedded_tokens(root: Path, embedder: Any) -> tuple[int, int]:
@@ -403,6 +416,7 @@ def main() -> int:
         "rss_mb_end": rss_end,
         "cpu": os.cpu_count(),
         "precision": embedder.precision,
+        "embed_batch": Settings().ingest.embed_batch,
     }
     if embedder.precision == "bfloat16":
         result["llama_bf16_seconds"] = med("llama_bf16", "seconds")
@@ -418,6 +432,7 @@ def main() -> int:
     result["docquery_vs_raw"] = statistics.median(
         r["docquery"]["chunks_per_s"] / r["raw"]["chunks_per_s"] for r in rounds
     )
+    result["padding"] = padding(texts, embedder)
     result["speedup_vs_llama"] = result["llama_seconds"] / result["docquery_seconds"]
     result["unchanged_speedup"] = result["docquery_seconds"] / result["unchanged_seconds"]
     print_table(result, rounds)
