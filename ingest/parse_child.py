@@ -6,11 +6,10 @@ then one outcome per document, in order: a ``PreparedDoc``, or the reason the fi
 cannot be indexed. A frame is an 8-byte length and a pickle. Both ends are this
 program, started from the same interpreter, so the pickles are trusted.
 
-Why a process: parsing in a thread of the ingest process took the GIL from the
-embedder's workers between torch operations. It cost 15 to 20 % of end-to-end
-throughput for about 5 % of the CPU (docs/benchmarks.md). A process also
-contains a parser that crashes or hangs on one file: that file fails, and the
-batch goes on.
+Why a process: parsers read untrusted bytes. A parser that crashes or hangs on
+one file then fails that file, and the batch goes on; in a thread it would kill
+or hang the whole run. It is not faster: parsing costs the same CPU either way,
+and starting the process costs about 0.3 to 0.5 s (docs/benchmarks.md).
 """
 
 from __future__ import annotations

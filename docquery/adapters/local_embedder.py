@@ -17,9 +17,10 @@ running torch with one thread. torch's own threads meet at a barrier after every
 operation, so when ingest's parser or writer takes a core from one of them, the
 other waits; separate workers each lose only their own time. On this 2-core VM
 it embedded 5-8 % faster alone, and ingest end to end took 32-36 s instead of
-38-44 s; the pipeline still runs at 80-103 % of the embedder's own rate, because
-the parser shares the GIL with the workers (docs/benchmarks.md). A single text (a
-query) still runs on the caller's thread with torch's default threads.
+38-44 s. The pipeline runs at 79-96 % of the embedder's own rate by round: its
+other stages take about 5 % of the two cores, and the VM's speed moves by more
+than that from minute to minute (docs/benchmarks.md). A single text (a query)
+still runs on the caller's thread with torch's default threads.
 """
 
 from __future__ import annotations
