@@ -156,9 +156,10 @@ class IngestSettings(BaseModel):
     # Chunks per embed call, across documents. The local embedder sorts a call by length before
     # its passes of 32: calls of 1024 pad 1.8 % of tokens, calls of 256 5.9 % (SciFact).
     embed_batch: int = Field(default=1024, ge=1)
-    # Parse files in a process of its own, so a parser that crashes or hangs on one (untrusted)
-    # file fails that file only (ingest.parsing). Off: the ingest process parses, with no timeout.
-    parse_process: bool = True
+    # Which files are parsed in a process of their own, so that a parser that crashes or hangs on
+    # one (untrusted) file fails that file only: "auto" = PDF, DOCX and HTML, whose parsers are
+    # third-party code; "all"; "off" (no timeout then). See ingest.parsing.
+    parse_process: Literal["auto", "all", "off"] = "auto"
     parse_timeout_s: float = Field(default=300.0, gt=0)  # a file still parsing after this fails (parse process)
     progress_interval_s: float = Field(default=10.0, ge=0.0)  # plain progress lines (non-TTY); 0 = every batch
 

@@ -1,7 +1,7 @@
 """The overlapped stages for documents that must be (re)indexed.
 
-    parse process          embed thread              write thread
-    (or caller thread)
+    caller thread (and     embed thread              write thread
+    a parse process)
     prepare (load, scan,   batches chunks across     put pending record -> upsert
     chunk) one doc at a -> documents, embeds them -> in batches -> delete replaced
     time                   (the CPU bottleneck)      chunks -> put complete record
@@ -37,7 +37,7 @@ from docquery.domain import DocumentRecord, IndexedChunk
 from docquery.ports import Embedder, IndexAdapter
 from ingest.model import PlannedDoc, PreparedDoc
 from ingest.parse_child import Prepare
-from ingest.parsing import in_process, in_thread
+from ingest.parsing import ParseMode, isolated, routed
 from ingest.progress import Progress
 from ingest.report import Report
 
@@ -51,7 +51,7 @@ class StreamConfig:
     embed_batch: int = 1024  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
     first_batch: int = 32  # the first embed call starts once this many chunks are ready
-    parse_process: bool = False  # parse in a process of its own (ingest.parsing); the pipeline turns it on
+    parse_process: ParseMode = "off"  # which files are parsed in a process of their own (ingest.parsing)
     parse_timeout_s: float = 300.0  # a file still parsing after this fails (parse process only)
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
@@ -299,10 +299,8 @@ def index_documents(
     ]
     for t in threads:
         t.start()
-    outcomes = (
-        in_process(docs, prepare, timeout_s=cfg.parse_timeout_s, stop=shared.stop)
-        if cfg.parse_process
-        else in_thread(docs, prepare)
+    outcomes = routed(
+        docs, prepare, isolate=isolated(cfg.parse_process), timeout_s=cfg.parse_timeout_s, stop=shared.stop
     )
     try:
         with closing(outcomes):  # stops the parse process, whatever happens here

@@ -30,7 +30,8 @@ def real_config() -> PrepareConfig:
 class Scripted:
     """Prepares a file for real, unless its name (before the suffix) says otherwise:
     ``segv`` dies of SIGSEGV, ``exit7`` exits with code 7, ``hang`` sleeps for an hour,
-    ``raise`` raises with file-like text in the message, ``reject`` is a FileRejected."""
+    ``raise`` raises with file-like text in the message, ``reject`` is a FileRejected, and
+    ``whoami`` is rejected with the id of the process that parsed it."""
 
     cfg: PrepareConfig
 
@@ -46,4 +47,6 @@ class Scripted:
             raise ValueError(CANARY)
         elif stem == "reject":
             raise FileRejected("scripted rejection")
+        elif stem == "whoami":
+            raise FileRejected(f"parsed by pid {os.getpid()}")
         return prepare(planned, RegexTokenizer(), self.cfg)

@@ -67,9 +67,9 @@ BAD_FILES: dict[str, tuple[Callable[[], bytes] | None, Callable[[], bytes], str]
 }
 
 
-@pytest.mark.parametrize("parse_process", [True, False], ids=["parse-process", "parse-in-thread"])
+@pytest.mark.parametrize("parse_process", ["auto", "all", "off"])
 def test_each_bad_file_is_reported_others_indexed_nothing_lost(
-    ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str], parse_process: bool
+    ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str], parse_process: str
 ) -> None:
     env = ingest_env
     env.settings = env.settings.model_copy(

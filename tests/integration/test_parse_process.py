@@ -22,10 +22,15 @@ import pytest
 from ingest.acl import AclResolver
 from ingest.discover import Filters, Shard, discover
 from ingest.model import PlannedDoc
-from ingest.parsing import ParseProcessError, in_process, in_thread
+from ingest.parsing import ParseMode, ParseProcessError, in_process, in_thread, isolated, routed
 from ingest.plan import build_plan
-from tests.ingest_fixtures import make_docx, make_encrypted_pdf, make_pdf, write
+from ingest.progress import NullProgress
+from ingest.report import Report
+from ingest.stream import StreamConfig, index_documents
+from tests.ingest_fixtures import IngestEnv, ingest_env, make_docx, make_encrypted_pdf, make_pdf, write
 from tests.parse_scripts import CANARY, Scripted, real_config
+
+__all__ = ["ingest_env"]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -186,3 +191,61 @@ def test_the_parse_process_dies_with_a_killed_ingest(tmp_path: Path) -> None:
         if ingest.poll() is None:
             ingest.kill()
             ingest.wait()
+
+
+def test_auto_sends_only_third_party_parsed_formats_to_the_process(tmp_path: Path) -> None:
+    """PDF, DOCX and HTML go to the parse process; text and Markdown are parsed here, in order."""
+    for name in ("whoami.txt", "whoami.md", "whoami.pdf", "whoami.docx", "whoami.html", "whoami.htm"):
+        write(tmp_path / name[len("whoami") :].lstrip(".") / name, "text")
+    docs = planned_docs(tmp_path)
+    got = list(routed(docs, Scripted(real_config()), isolate=isolated("auto"), timeout_s=60, stop=threading.Event()))
+
+    assert [p for p, _ in got] == docs
+    here = f"parsed by pid {os.getpid()}"
+    by_suffix = {p.source.path.suffix: o for p, o in got}
+    assert by_suffix[".txt"] == here and by_suffix[".md"] == here
+    elsewhere = {by_suffix[s] for s in (".pdf", ".docx", ".html", ".htm")}
+    assert len(elsewhere) == 1 and here not in elsewhere, "all four in one parse process"
+    assert children(os.getpid()) == []
+
+
+@pytest.mark.parametrize(("mode", "in_child"), [("all", True), ("off", False)])
+def test_all_and_off_route_every_file(tmp_path: Path, mode: ParseMode, in_child: bool) -> None:
+    for name in ("whoami.txt", "whoami.pdf"):
+        write(tmp_path / name[len("whoami") :].lstrip(".") / name, "text")
+    docs = planned_docs(tmp_path)
+    got = list(routed(docs, Scripted(real_config()), isolate=isolated(mode), timeout_s=60, stop=threading.Event()))
+    here = f"parsed by pid {os.getpid()}"
+    assert all((o != here) is in_child for _, o in got)
+
+
+def test_text_only_runs_start_no_process(tmp_path: Path) -> None:
+    for i in range(3):
+        write(tmp_path / f"{i}.txt", "text")
+    outcomes = routed(
+        planned_docs(tmp_path), Scripted(real_config()), isolate=isolated("auto"), timeout_s=60, stop=threading.Event()
+    )
+    for _ in outcomes:
+        assert children(os.getpid()) == []
+
+
+def test_the_pipeline_reports_a_file_that_killed_its_parser_and_indexes_the_rest(ingest_env: IngestEnv) -> None:
+    """Through the stream, on the real Edge index: the crash is one failed file, the run goes on."""
+    for name in ("a.txt", "segv.txt", "z.txt"):
+        write(ingest_env.docs / name, f"The text of {name}.")
+    report = Report()
+    index_documents(
+        planned_docs(ingest_env.docs),
+        prepare=Scripted(real_config()),
+        embedder=ingest_env.embedder,
+        index=ingest_env.index,
+        cfg=StreamConfig(parse_process="all", parse_timeout_s=60),
+        report=report,
+        progress=NullProgress(),
+    )
+    assert [(Path(f["path"]).name, f["reason"]) for f in report.failed] == [
+        ("segv.txt", "parser process died (SIGSEGV)")
+    ]
+    assert sorted(Path(r.extra["path"]).name for r in ingest_env.index.list_documents()) == ["a.txt", "z.txt"]
+    assert report.chunks_written == 2
+    assert children(os.getpid()) == []
