@@ -14,6 +14,7 @@ and starting the process costs about 0.3 to 0.5 s (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -99,10 +100,8 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [parse] %(message)s", stream=sys.stderr
     )
-    try:
+    with contextlib.suppress(BrokenPipeError):  # the parent stopped reading: it is shutting down
         _run(channel, 0)
-    except BrokenPipeError:
-        return 0  # the parent stopped reading: it is shutting down
     return 0
 
 
