@@ -52,11 +52,6 @@ class _Lost:
     reason: str
 
 
-def in_thread(docs: Sequence[PlannedDoc], prepare: Prepare) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
-    for planned in docs:
-        yield planned, outcome(prepare, planned)
-
-
 def isolated(mode: ParseMode) -> Callable[[PlannedDoc], bool]:
     """Which files ``mode`` sends to the parse process."""
     if mode == "all":

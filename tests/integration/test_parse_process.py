@@ -22,7 +22,8 @@ import pytest
 from ingest.acl import AclResolver
 from ingest.discover import Filters, Shard, discover
 from ingest.model import PlannedDoc
-from ingest.parsing import ParseMode, ParseProcessError, in_process, in_thread, isolated, routed
+from ingest.parse_child import outcome
+from ingest.parsing import ParseMode, ParseProcessError, in_process, isolated, routed
 from ingest.plan import build_plan
 from ingest.progress import NullProgress
 from ingest.report import Report
@@ -79,7 +80,7 @@ def test_outcomes_match_parsing_in_the_thread(tmp_path: Path) -> None:
     docs = planned_docs(tmp_path)
     prepare = Scripted(real_config())
 
-    expected = list(in_thread(docs, prepare))
+    expected = [(planned, outcome(prepare, planned)) for planned in docs]  # parsed in this thread
     got = list(in_process(docs, prepare, timeout_s=60, stop=threading.Event()))
 
     assert got == expected
