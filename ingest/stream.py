@@ -51,7 +51,9 @@ class StreamConfig:
     embed_batch: int = 1024  # chunks per embed call
     upsert_batch: int = 256  # points per upsert
     first_batch: int = 32  # the first embed call starts once this many chunks are ready
-    parse_process: ParseMode = "off"  # which files are parsed in a process of their own (ingest.parsing)
+    # Which files are parsed in a process of their own (ingest.parsing). The pipeline passes the
+    # setting (default "auto"); "off" here lets a caller's ``prepare`` be a closure, which never pickles.
+    parse_process: ParseMode = "off"
     parse_timeout_s: float = 300.0  # a file still parsing after this fails (parse process only)
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
