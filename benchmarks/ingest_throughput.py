@@ -13,7 +13,9 @@ Reports, in one process and one run:
 4. unchanged re-ingest time (target >= 100x faster than the first ingest);
 5. peak RSS.
 
-Model loading is outside every timing (both pipelines get a loaded model). Each round runs
+Model loading is outside every timing (both pipelines get a loaded model). The process first
+applies ``docquery.malloc.tune_for_bulk_embedding`` as ``docquery ingest`` does; it covers every
+pipeline in the process alike. Each round runs
 raw (one call) / DocQuery / raw (calls of DOCQUERY_INGEST__EMBED_BATCH, 1024 by default) /
 llama-index, so that background load hits all of them alike; (1) for the round is the mean of
 the two raw runs that bracket (2), and (2)/(1) is the median of the rounds' ratios. The
@@ -250,6 +252,8 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
     speedups = ", ".join(f"{b:.2f}×" for _, b in per_round)
     rows = [
         ("embedder precision (DocQuery and (1))", result["precision"]),
+        ("glibc malloc tuned for bulk embedding (docquery/malloc.py; the whole process, llama-index too)",
+         "yes" if result["malloc_tuned"] else "no"),
         ("documents / DocQuery chunks / llama-index chunks",
          f"{result['docs']} / {result['docquery_chunks']} / {result['llama_chunks']}"),
         ("padded tokens, each call sorted by length and cut into passes of 32: " + " / ".join(result["padding"]),
@@ -374,8 +378,14 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
 
-    from docquery.adapters.local_embedder import LocalEmbedder
+    from docquery.malloc import tune_for_bulk_embedding
     from docquery.settings import Settings
+
+    # As `docquery ingest` does, before any thread starts. It holds for the whole process, so
+    # llama-index runs under the same allocator settings as DocQuery and (1).
+    malloc_tuned = Settings().embedder.tune_malloc and tune_for_bulk_embedding()
+
+    from docquery.adapters.local_embedder import LocalEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
     root = tmp / "corpus"
@@ -416,6 +426,7 @@ def main() -> int:
         "rss_mb_end": rss_end,
         "cpu": os.cpu_count(),
         "precision": embedder.precision,
+        "malloc_tuned": malloc_tuned,
         "embed_batch": Settings().ingest.embed_batch,
     }
     if embedder.precision == "bfloat16":

@@ -92,6 +92,9 @@ class EmbedderSettings(BaseModel):
     # kind=local on CPU: threads that share a long embed call, one torch thread each; 0 = one per
     # usable core, at most 4 (docquery/adapters/local_embedder.py).
     workers: int = Field(default=0, ge=0, le=64)
+    # Bulk commands (ingest, eval) set glibc malloc to keep freed memory in the process, so torch's
+    # per-pass buffers are not faulted in afresh every pass (docquery/malloc.py). The server does not.
+    tune_malloc: bool = True
 
 
 class LLMSettings(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from docquery.collection import PUBLIC_GROUP
+from docquery.malloc import tune_for_bulk_embedding
 from docquery.settings import Settings
 from ingest.acl import parse_groups
 from ingest.discover import Filters, parse_shard
@@ -88,4 +89,6 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.embedder.tune_malloc:
+        tune_for_bulk_embedding()  # before any component starts a thread (docquery/malloc.py)
     return run(args, settings)

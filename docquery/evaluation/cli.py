@@ -42,8 +42,11 @@ def register(sub: Any) -> None:
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
     from docquery.evaluation.runner import EvalConfig, run_eval
+    from docquery.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params
 
+    if settings.embedder.tune_malloc:
+        tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/malloc.py)
     embedder = build_embedder(settings)
     config = EvalConfig(
         mode=args.mode or settings.retrieval.mode, split=args.split, max_tokens=args.max_tokens, cache_dir=args.cache
