@@ -86,12 +86,46 @@ class Discovery:
     file_roots: list[Path] = field(default_factory=list)  # files given directly as PATH
 
 
-def _walk(root: Path) -> list[Path]:
-    out: list[Path] = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        out.extend(Path(folder) / n for n in sorted(names) if not n.startswith("."))
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    rel: str  # relative to the root, with "/"
+    link: bool  # a symlink: resolved and checked against the root before use
+    regular: bool  # a regular file, known from the directory listing without another stat
+
+
+def _walk(root: Path) -> list[_Entry]:
+    """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
+    comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
+    (``root`` is resolved and folder links are not followed), and so is every non-link path in it."""
+    out: list[_Entry] = []
+
+    def visit(folder: str, prefix: str) -> None:
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:
+            return  # an unreadable folder is skipped, as os.walk does
+        folders = []
+        for e in entries:
+            link = e.is_symlink()
+            if _is_dir(e):
+                if not link:
+                    folders.append(e)
+            else:
+                out.append(_Entry(Path(e.path), prefix + e.name, link, not link and e.is_file(follow_symlinks=False)))
+        for sub in folders:
+            visit(sub.path, f"{prefix}{sub.name}/")
+
+    visit(str(root), "")
     return out
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows links, so a folder link is recognised (and skipped)
+    except OSError:
+        return False
 
 
 def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclResolver) -> Discovery:
@@ -104,23 +138,23 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
             raise UsageError(f"path not found: {given}")
         resolved = given.resolve()
         if resolved.is_file():
-            root, candidates = resolved.parent, [resolved]
+            root, candidates = resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
             result.file_roots.append(resolved)
         else:
             root, candidates = resolved, _walk(resolved)
             result.roots.append(resolved)
-        for path in candidates:
-            rel = path.relative_to(root).as_posix()
+        for entry in candidates:
+            path, rel = entry.path, entry.rel
             if not filters.accepts(rel) or not shard.owns(rel):
                 continue
-            real = path.resolve()
+            real = path.resolve() if entry.link else path
             if real in seen:
                 continue
             seen.add(real)
-            if path.is_symlink() and root not in real.parents:
+            if entry.link and root not in real.parents:
                 result.rejected.append((str(path), "symlink points outside the ingest root"))
                 continue
-            if not real.is_file():
+            if not (entry.regular or (entry.link and real.is_file())):
                 result.rejected.append((str(path), "not a regular file"))
                 continue
             found = acl.resolve(root, path)

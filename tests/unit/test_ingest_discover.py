@@ -127,3 +127,36 @@ def test_examples_corpus_carries_its_own_acls() -> None:
     found = discover([examples], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
     by_folder = {f.rel.split("/")[0]: f.acl_groups for f in found.files}
     assert by_folder == {"handbook": ("staff",), "security": ("security",), "public": (PUBLIC_GROUP,)}
+
+
+def test_links_fifos_and_overlapping_paths(tmp_path: Path) -> None:
+    """Pinned edge cases of the walk: each real file is indexed once, under the first path that
+    reaches it; folder links are not followed; anything but a regular file is reported."""
+    import os
+
+    root = tmp_path / "root"
+    write(root / "c.txt", "c")
+    write(root / "sub" / "d.txt", "d")
+    write(tmp_path / "elsewhere" / "e.txt", "e")
+    (root / "b-link.txt").symlink_to(root / "c.txt")  # sorts first: the file is indexed under it
+    (root / "z-link.txt").symlink_to(root / "sub" / "d.txt")  # a folder's files come before its subfolders
+    (root / "linked-dir").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (root / "dangling.txt").symlink_to(root / "gone.txt")
+    os.mkfifo(root / "pipe.txt")
+    found = discover([root, root / "sub"], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+    assert [(f.rel, f.path) for f in found.files] == [
+        ("b-link.txt", root / "c.txt"),
+        ("z-link.txt", root / "sub" / "d.txt"),
+    ]
+    assert found.rejected == [
+        (str(root / "dangling.txt"), "not a regular file"),
+        (str(root / "pipe.txt"), "not a regular file"),
+    ]
+    assert found.roots == [root, root / "sub"]
+
+
+def test_a_file_given_directly_is_indexed_by_its_real_path(tmp_path: Path) -> None:
+    target = write(tmp_path / "docs" / "a.txt", "a")
+    (tmp_path / "alias.txt").symlink_to(target)
+    found = discover([tmp_path / "alias.txt"], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+    assert [(f.rel, f.path, f.root) for f in found.files] == [("a.txt", target, target.parent)]
