@@ -248,7 +248,7 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
         (r["docquery"]["chunks_per_s"] / r["raw"]["chunks_per_s"], r["llama"]["seconds"] / r["docquery"]["seconds"])
         for r in rounds
     ]
-    ratios = ", ".join(f"{100 * a:.0f} %" for a, _ in per_round)
+    ratios = ", ".join(f"{100 * a:.1f} %" for a, _ in per_round)
     speedups = ", ".join(f"{b:.2f}×" for _, b in per_round)
     rows = [
         ("embedder precision (DocQuery and (1))", result["precision"]),
@@ -271,7 +271,7 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
          ", ".join(f"{100 * r['docquery']['embedder_busy_fraction']:.1f} %" for r in rounds)),
         ("(2) DocQuery end-to-end",
          f"{result['docquery_chunks_per_s']:.1f} chunks/s, {result['docquery_seconds']:.1f} s = "
-         f"**{100 * result['docquery_vs_raw']:.0f} % of (1)**, median of the rounds (per round: {ratios})"),
+         f"**{100 * result['docquery_vs_raw']:.1f} % of (1)**, median of the rounds (per round: {ratios})"),
         ("(3) llama-index default pipeline",
          f"{result['llama_seconds']:.1f} s → DocQuery **{result['speedup_vs_llama']:.2f}×** faster end to end "
          f"(per round: {speedups})"),

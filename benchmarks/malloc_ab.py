@@ -104,7 +104,7 @@ def main() -> int:
             dq, ll = r["steps"]["docquery"], r["steps"]["llama"]
             print(
                 f"| {pair + 1} | {'tuned' if tuned else 'default'} | {r['raw_chunks_per_s']:.1f} | "
-                f"{r['docquery_seconds']:.1f} | {100 * r['docquery_vs_raw']:.0f} % | "
+                f"{r['docquery_seconds']:.1f} | {100 * r['docquery_vs_raw']:.1f} % | "
                 f"{dq['sys_s']:.1f} / {dq['faults']:,} | {r['llama_seconds']:.1f} | "
                 f"{ll['sys_s']:.1f} / {ll['faults']:,} | "
                 f"{r['speedup_vs_llama']:.2f}× | {r['max_rss_mb']:.0f} |",
