@@ -4,9 +4,10 @@ torch on CPU allocates every intermediate tensor afresh: a pass of 32 chunks mak
 buffers of 1 to 25 MB and frees them again. glibc's defaults hand buffers that large back to
 the kernel (``mmap``/``munmap`` above a threshold, and trimming of each thread's heap), so
 every pass faults all of its memory in again, a page at a time, and the kernel zeroes each
-page. Embed workers are threads with an arena of their own, where those defaults bite
-hardest. On this project's 2-core VM, embedding SciFact's chunks took 0.8 to 2.2 million
-page faults per 1,000 chunks and a sixth of the CPU time in the kernel (docs/benchmarks.md).
+page. Embed workers are threads with an arena of their own, which glibc trims as well. On
+this project's 2-core VM, ingesting 1,000 SciFact documents (2,391 chunks) took 1.5 to 2.5
+million page faults and 2.7 to 5.4 s of kernel time; tuned, about 60,000 and 0.3 s. The wall
+time gained varied from nothing to a fifth (docs/benchmarks.md, "glibc malloc tuning").
 
 :func:`tune_for_bulk_embedding` keeps freed memory in the process instead:
 
@@ -16,7 +17,7 @@ page faults per 1,000 chunks and a sixth of the CPU time in the kernel (docs/ben
 - up to 1 GiB of free memory at the top of the heap is kept, not returned.
 
 The cost is memory held after the peak: the process keeps what its largest passes used, which
-it would need again for the next one. The peak itself does not grow. Bulk jobs call this; the
+it would need again for the next one. The measured peak did not grow. Bulk jobs call this; the
 query service does not, since it embeds one question at a time.
 
 It must run before the threads it should cover make their first allocation (a thread keeps the

@@ -100,3 +100,32 @@ def test_ingest_command_tunes_before_running_unless_switched_off(
     settings = Settings(data_dir=tmp_path, secrets_dir=tmp_path / "none")
     assert ingest.cli._run(argparse.Namespace(), settings) == 0
     assert calls == (["tune", "run"] if enabled else ["run"])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, enabled: bool
+) -> None:
+    import docquery.wiring
+    from docquery.evaluation.cli import cmd_eval_retrieval
+
+    calls: list[str] = []
+
+    class Built(Exception):
+        pass
+
+    def tune() -> bool:
+        calls.append("tune")
+        return True
+
+    def build_embedder(_: Settings) -> None:
+        calls.append("embedder")
+        raise Built  # far enough: the order is what this test checks
+
+    monkeypatch.setattr(malloc, "tune_for_bulk_embedding", tune)
+    monkeypatch.setattr(docquery.wiring, "build_embedder", build_embedder)
+    monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", str(enabled).lower())
+    settings = Settings(data_dir=tmp_path, secrets_dir=tmp_path / "none")
+    with pytest.raises(Built):
+        cmd_eval_retrieval(argparse.Namespace(), settings)
+    assert calls == (["tune", "embedder"] if enabled else ["embedder"])
