@@ -28,6 +28,10 @@ def _clean_docquery_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("DOCQUERY_"):
             monkeypatch.delenv(name)
+    # CLI commands run in this process must not mallopt it: that would change the test session's
+    # allocator for good. Tests of the tuning set this themselves; the kill-and-rerun test runs
+    # the CLI in a process of its own without DOCQUERY_* variables, so tuned as in production.
+    monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", "false")
 
 
 @pytest.fixture
