@@ -17,7 +17,7 @@ running torch with one thread. torch's own threads meet at a barrier after every
 operation, so when ingest's parser or writer takes a core from one of them, the
 other waits; separate workers each lose only their own time. On this 2-core VM
 it embedded 5-8 % faster alone, and ingest end to end took 32-36 s instead of
-38-44 s. The pipeline runs at 81-93 % of the embedder's own rate by round, 90 %
+38-44 s. The pipeline runs at 81-93 % of the embedder's own rate by round, about 90 %
 at the median: its other stages need CPU on cores the workers already fill
 (docs/benchmarks.md). Each pass allocates and frees its buffers afresh, so bulk
 commands tune glibc malloc to keep that memory (docquery/malloc.py). A single
