@@ -297,22 +297,27 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
         print(f"| {name} | {value} |")
 
 
-def token_counts(root: Path, texts: list[str], embedder: Any) -> tuple[int, int, int]:
+def chunk_token_counts(texts: list[str], embedder: Any) -> list[int]:
+    """Model tokens in each chunk, special tokens not counted."""
     from ingest.chunking import tokenizer_for
 
-    tok = tokenizer_for(embedder)
+    return [len(s) for s in tokenizer_for(embedder).spans(texts)]
+
+
+def token_counts(root: Path, chunk_tokens: list[int], embedder: Any) -> tuple[int, int, int]:
+    from ingest.chunking import tokenizer_for
+
     docs = [p.read_text(encoding="utf-8") for p in sorted(root.glob("*.txt"))]
-    doc_lens = [len(s) for s in tok.spans(docs)]
-    return sum(doc_lens), sum(len(s) for s in tok.spans(texts)), sum(max(0, n - 254) for n in doc_lens)
+    doc_lens = [len(s) for s in tokenizer_for(embedder).spans(docs)]
+    return sum(doc_lens), sum(chunk_tokens), sum(max(0, n - 254) for n in doc_lens)
 
 
-def padding(texts: list[str], embedder: Any, calls: tuple[int, ...] = (256, 1024)) -> dict[str, float]:
+def padding(chunk_tokens: list[int], calls: tuple[int, ...] = (256, 1024)) -> dict[str, float]:
     """Share of padded tokens when calls of N chunks are each sorted by length and cut into the
     embedder's passes of 32 (as LocalEmbedder does), and in one call over the whole corpus."""
     from docquery.adapters.local_embedder import MAX_TOKENS
-    from ingest.chunking import tokenizer_for
 
-    lens = [min(MAX_TOKENS, len(s) + 2) for s in tokenizer_for(embedder).spans(texts)]  # + [CLS], [SEP]
+    lens = [min(MAX_TOKENS, n + 2) for n in chunk_tokens]  # + [CLS], [SEP]
     out: dict[str, float] = {}
     for size in (*calls, len(lens)):
         padded = 0
@@ -435,15 +440,16 @@ def main() -> int:
         result["llama_equal_seconds"] = med("llama_equal", "seconds")
         result["llama_equal_chunks"] = rounds[0]["llama_equal"]["chunks"]
         result["speedup_vs_llama_equal"] = result["llama_equal_seconds"] / result["docquery_seconds"]
+    chunk_tokens = chunk_token_counts(texts, embedder)  # once, for the token totals and the padding
     result["doc_tokens"], result["docquery_tokens"], result["llama_truncated_tokens"] = token_counts(
-        root, texts, embedder
+        root, chunk_tokens, embedder
     )
     result["llama_text_tokens"], result["llama_embedded_tokens"] = llama_embedded_tokens(root, embedder)
     # Per round, against that round's bracketing (1); the median of the rounds.
     result["docquery_vs_raw"] = statistics.median(
         r["docquery"]["chunks_per_s"] / r["raw"]["chunks_per_s"] for r in rounds
     )
-    result["padding"] = padding(texts, embedder)
+    result["padding"] = padding(chunk_tokens)
     result["speedup_vs_llama"] = result["llama_seconds"] / result["docquery_seconds"]
     result["unchanged_speedup"] = result["docquery_seconds"] / result["unchanged_seconds"]
     print_table(result, rounds)

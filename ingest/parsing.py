@@ -72,11 +72,12 @@ def routed(
 ) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
     """Outcomes in the order of ``docs``: those ``isolate`` picks from a parse process (started
     only if there are any), the others parsed here. Ends early when ``stop`` is set."""
-    picked = [planned for planned in docs if isolate(planned)]
+    to_process = [isolate(planned) for planned in docs]  # asked once per file
+    picked = [planned for planned, yes in zip(docs, to_process, strict=True) if yes]
     from_process = in_process(picked, prepare, timeout_s=timeout_s, stop=stop, argv=argv)
     with closing(from_process):  # closing the generator stops the process
-        for planned in docs:
-            if not isolate(planned):
+        for planned, yes in zip(docs, to_process, strict=True):
+            if not yes:
                 yield planned, outcome(prepare, planned)
                 continue
             got = next(from_process, None)
