@@ -11,7 +11,7 @@ from ingest.chunking import ChunkSpec, Tokenizer, chunk_sections
 from ingest.loaders import Limits, loader_for
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.plan import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, EXTRA_PIPELINE
-from ingest.scan import scan, strip_invisible
+from ingest.scan import scan_and_strip
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
     quarantined: list[bool] = []
     doc_flags: set[str] = {f for s in doc.sections for f in s.flags}
     for i, piece in enumerate(pieces):
-        flags = scan(piece.text) | piece.flags
+        found, text = scan_and_strip(piece.text)
+        flags = found | piece.flags
         doc_flags |= flags
         chunks.append(
             Chunk(
@@ -50,7 +51,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
                 source=src.rel,
                 title=doc.title,
                 chunk_index=i,
-                text=strip_invisible(piece.text),
+                text=text,
                 content_sha256=sha,
                 acl_groups=src.acl_groups,
                 page=piece.page,

@@ -72,20 +72,37 @@ _JOINER_IN_LATIN = re.compile("(?<=[A-Za-z])[\u200c\u200d]+(?=[A-Za-z])")
 
 
 def scan(text: str) -> frozenset[str]:
+    return scan_and_strip(text)[0]
+
+
+def scan_and_strip(text: str) -> tuple[frozenset[str], str]:
+    """(flags, the text without invisible characters): what a chunk stores and embeds."""
     flags: set[str] = set()
-    if _INVISIBLE.search(text) or _JOINER_IN_LATIN.search(text):
+    clean = text
+    if _has_invisible(text):
         flags.add(ZERO_WIDTH)
-    if _injection(strip_invisible(text)):
+        clean = strip_invisible(text)
+    if _injection(clean):
         flags.add(INJECTION)
-    return frozenset(flags)
+    return frozenset(flags), clean
+
+
+def _has_invisible(text: str) -> bool:
+    # Every character either regex looks for is outside ASCII; isascii() is a flag on the string.
+    if text.isascii():
+        return False
+    joiners = "\u200c" in text or "\u200d" in text
+    return _INVISIBLE.search(text) is not None or (joiners and _JOINER_IN_LATIN.search(text) is not None)
 
 
 def _injection(text: str) -> bool:
-    folded = text.translate(_FOLD).lower()
+    folded = (text if text.isascii() else text.translate(_FOLD)).lower()  # the fold maps non-ASCII only
     return any(
         all(any(w in folded for w in group) for group in gate) and rx.search(text) is not None for gate, rx in _GATED
     )
 
 
 def strip_invisible(text: str) -> str:
+    if not _has_invisible(text):
+        return text
     return _JOINER_IN_LATIN.sub("", _INVISIBLE.sub("", text))
