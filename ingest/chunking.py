@@ -46,7 +46,7 @@ class HFTokenizer:
 
     def spans(self, texts: Sequence[str]) -> list[list[Span]]:
         encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        return [[(int(a), int(b)) for a, b in enc.offsets] for enc in encodings]
+        return [enc.offsets for enc in encodings]  # already a fresh list of (int, int) per text
 
 
 class RegexTokenizer:
