@@ -12,7 +12,7 @@ from ingest.model import FileRejected
 
 _SNIFF = 8192
 # Control characters other than tab, newline, carriage return and form feed.
-_CONTROL = {b for b in range(32) if b not in (9, 10, 12, 13)} | {127}
+_CONTROL = bytes(b for b in [*range(32), 127] if b not in (9, 10, 12, 13))
 
 
 def looks_binary(data: bytes) -> bool:
@@ -23,7 +23,7 @@ def looks_binary(data: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    controls = sum(1 for b in head if b in _CONTROL)
+    controls = len(head) - len(head.translate(None, _CONTROL))  # bytes.translate deletes them, in C
     return controls / len(head) > 0.05
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,17 @@ def test_markdown_hidden_html_is_nesting_aware_and_linear() -> None:
     # Many unclosed tags must not make the scan quadratic.
     doc = load(Path("big.md"), ("<br> word " * 50_000).encode(), LIMITS)
     assert doc.sections[0].flags == frozenset()
+
+
+def test_binary_sniff_counts_control_bytes_up_to_five_percent() -> None:
+    from ingest.loaders.textcodec import looks_binary
+
+    assert not looks_binary(b"")
+    assert not looks_binary(b"tab\tnewline\nform feed\x0ccarriage return\r" * 10)  # the allowed controls
+    assert not looks_binary(b"\x01" * 5 + b"a" * 95)  # exactly 5 %
+    assert looks_binary(b"\x01" * 6 + b"a" * 94)
+    assert looks_binary(b"\x7f" * 6 + b"a" * 94)  # DEL counts
+    assert looks_binary(b"text with one NUL\x00")
+    assert not looks_binary(codecs.BOM_UTF16_LE + "text".encode("utf-16-le"))  # NULs of UTF-16 are not binary
+    # Only the first 8 KiB is sniffed.
+    assert not looks_binary(b"a" * 8192 + b"\x01" * 8192)
