@@ -57,11 +57,6 @@ class VectorIndex(Protocol):
 
     def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str] = ()) -> int: ...
 
-    def delete_stale_chunks(self, keep: Mapping[str, Sequence[str]]) -> int:
-        """For each document in ``keep``, deletes its chunks whose ids are not listed for it:
-        ``delete_chunks`` for many documents in one count and one delete. Returns the number deleted."""
-        ...
-
 
 class Generator(Protocol):
     """Writes the answer from a prompt. ``stream`` yields text deltas.

@@ -245,7 +245,8 @@ def _write(index: IndexAdapter, cfg: StreamConfig, shared: _Shared, source: queu
                 index.upsert(part)
                 shared.progress.written(len(part))
             done = [prep for prep in batch.finished if prep.planned.doc_id not in shared.failed_docs]
-            _replace_old_chunks(index, done, shared)
+            for prep in done:
+                _replace_old_chunks(index, prep, shared)
             index.put_documents([prep.record for prep in done])  # each complete only after its old chunks went
             for prep in done:
                 _count_finished(prep, shared)
@@ -253,13 +254,10 @@ def _write(index: IndexAdapter, cfg: StreamConfig, shared: _Shared, source: queu
             shared.abort(exc)
 
 
-def _replace_old_chunks(index: IndexAdapter, done: list[PreparedDoc], shared: _Shared) -> None:
-    # Their new chunks are all written; now drop every other chunk of these documents (old
-    # content, or leftovers of a killed run), in one count and one delete for the batch.
-    # Their complete records are written after this.
-    if not done:
-        return
-    removed = index.delete_stale_chunks({prep.planned.doc_id: [c.id for c in prep.chunks] for prep in done})
+def _replace_old_chunks(index: IndexAdapter, prep: PreparedDoc, shared: _Shared) -> None:
+    # New chunks are all written; now drop every other chunk of this document (old
+    # content, or leftovers of a killed run). Its complete record is written after this.
+    removed = index.delete_chunks(prep.planned.doc_id, keep_ids=[c.id for c in prep.chunks])
     with shared.lock:
         shared.report.chunks_deleted += removed
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +77,6 @@ def _any_chunk() -> FieldCondition:
 
 def _doc(doc_id: str) -> FieldCondition:
     return FieldCondition(key=Key.DOC_ID, match=MatchValue(doc_id))
-
-
-def _docs(doc_ids: Iterable[str]) -> FieldCondition:
-    return FieldCondition(key=Key.DOC_ID, match=MatchAny(any=list(doc_ids)))
 
 
 def acl_chunk_filter(acl: AclFilter) -> Filter:
@@ -311,20 +307,6 @@ class EdgeIndex:
             must=[_any_chunk(), _doc(doc_id)],
             must_not=[HasIdCondition({uuid.UUID(i) for i in keep_ids})] if keep_ids else None,
         )
-        n = self._shard.count(CountRequest(filter=flt, exact=True))
-        if n:
-            self._update(UpdateOperation.delete_points_by_filter(flt), "delete")
-        return n
-
-    def delete_stale_chunks(self, keep: Mapping[str, Sequence[str]]) -> int:
-        if not keep:
-            return 0
-        # One sub-filter per document, so an id listed for one document never spares another's chunk.
-        stale: list[Any] = [
-            Filter(must=[_doc(doc_id)], must_not=[HasIdCondition({uuid.UUID(i) for i in ids})] if ids else None)
-            for doc_id, ids in keep.items()
-        ]
-        flt = Filter(must=[_any_chunk(), _docs(keep)], should=stale)
         n = self._shard.count(CountRequest(filter=flt, exact=True))
         if n:
             self._update(UpdateOperation.delete_points_by_filter(flt), "delete")

@@ -339,24 +339,6 @@ class ServerIndex:
             self._call("delete", self._client.delete, self.name, models.FilterSelector(filter=flt), wait=True)
         return n
 
-    def delete_stale_chunks(self, keep: Mapping[str, Sequence[str]]) -> int:
-        if not keep:
-            return 0
-        # One sub-filter per document, so an id listed for one document never spares another's chunk.
-        stale: list[models.Condition] = [
-            models.Filter(
-                must=[_doc(doc_id)],
-                must_not=[models.HasIdCondition(has_id=[str(uuid.UUID(i)) for i in ids])] if ids else None,
-            )
-            for doc_id, ids in keep.items()
-        ]
-        docs = models.FieldCondition(key=Key.DOC_ID, match=models.MatchAny(any=list(keep)))
-        flt = models.Filter(must=[_any_chunk(), docs], should=stale)
-        n = self._count(flt)
-        if n:
-            self._call("delete", self._client.delete, self.name, models.FilterSelector(filter=flt), wait=True)
-        return n
-
     def count_chunks(self, doc_id: str | None = None) -> int:
         must: list[models.Condition] = [_any_chunk()]
         if doc_id:

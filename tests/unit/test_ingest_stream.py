@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -60,9 +60,9 @@ class RecordingIndex:
         self.points.update({i.chunk.id: i for i in items})
         self.log.extend(("chunk", i.chunk.doc_id) for i in items)
 
-    def delete_stale_chunks(self, keep: Mapping[str, Sequence[str]]) -> int:
-        self.log.extend(("delete", doc_id) for doc_id in keep)
-        gone = [k for k, v in self.points.items() if v.chunk.doc_id in keep and k not in keep[v.chunk.doc_id]]
+    def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str]) -> int:
+        self.log.append(("delete", doc_id))
+        gone = [k for k, v in self.points.items() if v.chunk.doc_id == doc_id and k not in keep_ids]
         for k in gone:
             del self.points[k]
         return len(gone)
