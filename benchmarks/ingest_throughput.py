@@ -21,8 +21,8 @@ llama-index, so that background load hits all of them alike; (1) for the round i
 the two raw runs that bracket (2). (2)/(1) and (3) are the medians of the rounds' ratios, each
 DocQuery run against the runs next to it. (3b) and (3c) run in the first ``--extra-rounds``
 rounds only. The machine's load average and the process's CPU seconds are recorded with each
-measurement: on this shared VM the same raw run has taken from 39 to 54 CPU seconds within
-minutes, without any steal time, so single rounds swing by +-10 % and the default is 7 rounds.
+measurement: on this shared VM the same raw run has taken from 39 to 73 CPU seconds on one day,
+without any steal time, so single rounds swing by +-10 % and more, and the default is 7 rounds.
 
     .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 7] [--json out.json]
 """

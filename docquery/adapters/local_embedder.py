@@ -17,9 +17,10 @@ running torch with one thread. torch's own threads meet at a barrier after every
 operation, so when ingest's parser or writer takes a core from one of them, the
 other waits; separate workers each lose only their own time. On this 2-core VM
 it embedded 5-8 % faster alone, and ingest end to end took 32-36 s instead of
-38-44 s. The pipeline runs at 81-93 % of the embedder's own rate by round, about 90 %
-at the median: its other stages need CPU on cores the workers already fill
-(docs/benchmarks.md). Each pass allocates and frees its buffers afresh, so bulk
+38-44 s. The pipeline's other stages need CPU on cores the workers already fill: about 4
+CPU seconds per 1,000 SciFact abstracts, against 45 to 73 for the embedding, depending on the
+VM's speed. Over 17 rounds the pipeline ran at 82-111 % of the embedder's own rate, 97.7 % at
+the median (docs/benchmarks.md). Each pass allocates and frees its buffers afresh, so bulk
 commands tune glibc malloc to keep that memory (docquery/malloc.py). A single
 text (a query) still runs on the caller's thread with torch's default threads.
 """
