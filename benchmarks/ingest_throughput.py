@@ -19,7 +19,7 @@ pipeline in the process alike. Each round runs
 raw (one call) / DocQuery / raw (calls of DOCQUERY_INGEST__EMBED_BATCH, 1024 by default) /
 llama-index, so that background load hits all of them alike; (1) for the round is the mean of
 the two raw runs that bracket (2). (2)/(1) and (3) are the medians of the rounds' ratios, each
-DocQuery run against the runs next to it. (3b) and (3c) run in the first ``--extra-rounds``
+DocQuery run against the runs of its own round. (3b) and (3c) run in the first ``--extra-rounds``
 rounds only. The machine's load average and the process's CPU seconds are recorded with each
 measurement: on this shared VM the same raw run has taken from 39 to 73 CPU seconds on one day,
 without any steal time, so single rounds swing by +-10 % and more, and the default is 7 rounds.
@@ -475,7 +475,7 @@ def main() -> int:
         r["docquery"]["chunks_per_s"] / r["raw"]["chunks_per_s"] for r in rounds
     )
     result["padding"] = padding(chunk_tokens)
-    result["speedup_vs_llama"] = speedup("llama")  # each DocQuery run against the llama-index run after it
+    result["speedup_vs_llama"] = speedup("llama")  # each DocQuery run against its round's llama-index run
     result["speedup_vs_llama_of_medians"] = result["llama_seconds"] / result["docquery_seconds"]
     result["unchanged_speedup"] = result["docquery_seconds"] / result["unchanged_seconds"]
     print_table(result, rounds)
