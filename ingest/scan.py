@@ -81,7 +81,7 @@ def scan_and_strip(text: str) -> tuple[frozenset[str], str]:
     clean = text
     if _has_invisible(text):
         flags.add(ZERO_WIDTH)
-        clean = strip_invisible(text)
+        clean = _remove_invisible(text)
     if _injection(clean):
         flags.add(INJECTION)
     return frozenset(flags), clean
@@ -103,6 +103,8 @@ def _injection(text: str) -> bool:
 
 
 def strip_invisible(text: str) -> str:
-    if not _has_invisible(text):
-        return text
+    return _remove_invisible(text) if _has_invisible(text) else text
+
+
+def _remove_invisible(text: str) -> str:
     return _JOINER_IN_LATIN.sub("", _INVISIBLE.sub("", text))
