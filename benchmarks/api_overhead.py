@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_timing, ttft_overheads  # noqa: E402
-from docquery.adapters.edge_index import EdgeIndex  # noqa: E402
 from docquery.collection import chunk_point_id  # noqa: E402
 from docquery.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
+from docquery.index import open_edge  # noqa: E402
 from tests.standins.openai_server import hash_vector  # noqa: E402
 
 DIM = 384
@@ -87,7 +87,7 @@ def free_port() -> int:
 
 def ingest(data_dir: Path, n_chunks: int, rng: random.Random) -> float:
     t0 = time.perf_counter()
-    index = EdgeIndex(data_dir / "collections" / "docquery", name="docquery", model_id=EMBED_MODEL, dimension=DIM)
+    index = open_edge(data_dir / "collections" / "docquery", name="docquery", model_id=EMBED_MODEL, dimension=DIM)
     per_doc = 10
     batch: list[IndexedChunk] = []
     for d in range(n_chunks // per_doc):

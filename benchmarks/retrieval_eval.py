@@ -1,14 +1,14 @@
 """Fusion tuning on a BEIR split (train only, for SciFact).
 
 The corpus is chunked, embedded (cached) and ingested once into a temporary Edge
-shard. Each query then runs once per branch through ``EdgeIndex.search`` (dense,
+shard. Each query then runs once per branch through ``QdrantIndex.search`` (dense,
 sparse; ACL filter on; 200 chunks each, as ``docquery eval retrieval`` fetches),
 and every fusion setting is computed from those two ranked lists with the
 engine's formulas:
 
 * RRF: ``sum w / (rank + w * (k - 1))`` (1-based rank; Qdrant's weighted RRF);
 * DBSF: each list normalised by ``mean +- 3 sigma``, then summed;
-* convex: ``docquery.adapters.fusion.fuse_convex`` (the product's own code).
+* convex: ``docquery.index.fusion.fuse_convex`` (the product's own code).
 
 Edge and qdrant-client local mode agree on RRF and DBSF
 (tests/integration/test_index_contract.py), and local mode implements exactly
@@ -22,6 +22,7 @@ these formulas. The chosen setting is then re-measured end to end with
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import statistics
@@ -31,8 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from docquery.adapters.edge_index import EdgeIndex
-from docquery.adapters.fusion import fuse_convex
 from docquery.adapters.local_embedder import LocalEmbedder
 from docquery.domain import AclFilter
 from docquery.evaluation.beir import load_beir
@@ -40,6 +39,8 @@ from docquery.evaluation.cache import embed_all
 from docquery.evaluation.metrics import evaluate
 from docquery.evaluation.progress import LineProgress
 from docquery.evaluation.runner import EVAL_GROUP, chunk_corpus, ingest, tokenize_for
+from docquery.index import open_edge
+from docquery.index.fusion import fuse_convex
 
 FETCH = 200  # chunks per branch, as the eval command's search (2 x depth 100)
 Ranked = list[tuple[str, float]]  # (chunk id, score), best first
@@ -146,19 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     branches: dict[str, dict[str, Ranked]] = {"dense": {}, "sparse": {}}
     doc_of: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="docquery-tune-") as tmp:
-        index = EdgeIndex(Path(tmp) / "shard", name="tune", model_id=embedder.model_id, dimension=embedder.dimension)
+        index = open_edge(Path(tmp) / "shard", name="tune", model_id=embedder.model_id, dimension=embedder.dimension)
         try:
             if args.bm25:
                 from qdrant_edge import Bm25, Bm25Config
 
                 k, b, avg = (float(x) for x in args.bm25.split(","))
-                index._bm25 = Bm25(Bm25Config(k=k, b=b, avg_len=avg))  # research only: not the product encoder
+                index._search.bm25 = Bm25(Bm25Config(k=k, b=b, avg_len=avg))  # research only: not the product encoder
             ingest(index, chunks, vectors, progress)
             for mode in ("dense", "sparse"):
                 progress.start(f"search {mode}", len(qids))
                 for i, qid in enumerate(qids):
-                    hits = index.search(
-                        dense=qvecs[i].tolist(), text=dataset.queries[qid], acl=acl, limit=FETCH, mode=mode
+                    hits = asyncio.run(
+                        index.search(
+                            dense=qvecs[i].tolist(), text=dataset.queries[qid], acl=acl, limit=FETCH, mode=mode
+                        )
                     )
                     branches[mode][qid] = [(h.chunk.id, h.score) for h in hits]
                     doc_of.update((h.chunk.id, h.chunk.doc_id) for h in hits)

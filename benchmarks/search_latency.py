@@ -3,7 +3,7 @@
 Synthetic data, so the real embedder never runs: random unit 384-d vectors, and
 chunk text drawn from a fixed vocabulary (Zipf-like, 40-160 words, head cut as
 stopwords would be) so BM25 has realistic posting lists. Every chunk gets one of ``--groups`` ACL groups (a few
-are public). Queries run through ``EdgeIndex.search``, the service's call: BM25
+are public). Queries run through ``QdrantIndex.search`` on the Edge engine, the service's call: BM25
 query encoding, the ACL filter inside each prefetch and the fused query, payload
 decoding and hit building are all inside the timing.
 
@@ -13,6 +13,7 @@ decoding and hit building are all inside the timing.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -21,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.adapters.edge_index import EdgeIndex
-from docquery.adapters.fusion import FusionParams
 from docquery.collection import PUBLIC_GROUP, chunk_point_id
 from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.index import FusionParams, QdrantIndex, open_edge
 from docquery.ports import SearchMode
 
 DIM = 384
@@ -47,7 +47,7 @@ def word_distribution(size: int) -> np.ndarray:
     return zipf / zipf.sum()
 
 
-def build(index: EdgeIndex, n: int, groups: int, rng: np.random.Generator, vocab: list[str]) -> None:
+def build(index: QdrantIndex, n: int, groups: int, rng: np.random.Generator, vocab: list[str]) -> None:
     zipf = word_distribution(len(vocab))
     labels = [f"g{i}" for i in range(groups)]
     batch = 2000
@@ -86,8 +86,8 @@ def percentile(sorted_ms: list[float], p: float) -> float:
     return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (k - lo)
 
 
-def measure(
-    index: EdgeIndex,
+async def measure(
+    index: QdrantIndex,
     mode: SearchMode,
     acl: AclFilter,
     queries: list[tuple[list[float], str]],
@@ -96,12 +96,12 @@ def measure(
     warmup: int,
 ) -> dict[str, float]:
     for dense, text in queries[:warmup]:
-        index.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode)
+        await index.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode)
     times: list[float] = []
     n_hits = 0
     for dense, text in queries[warmup:]:
         t0 = time.perf_counter()
-        hits = index.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode)
+        hits = await index.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode)
         times.append((time.perf_counter() - t0) * 1000)
         n_hits += len(hits)
     times.sort()
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--vocab", type=int, default=20_000)
-    ap.add_argument("--optimize", action="store_true", help="also measure after EdgeIndex.optimize() (HNSW)")
+    ap.add_argument("--optimize", action="store_true", help="also measure after QdrantIndex.optimize() (HNSW)")
     ap.add_argument("--seed", type=int, default=42)
     args = ap.parse_args(argv)
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab = vocabulary(rng, args.vocab)
     fusion = FusionParams()
     with tempfile.TemporaryDirectory(prefix="docquery-latency-") as tmp:
-        index = EdgeIndex(Path(tmp) / "shard", name="latency", model_id="synthetic", dimension=DIM, fusion=fusion)
+        index = open_edge(Path(tmp) / "shard", name="latency", model_id="synthetic", dimension=DIM, fusion=fusion)
         t0 = time.monotonic()
         build(index, args.points, args.groups, rng, vocab)
         build_s = time.monotonic() - t0
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             print("|---|---|---:|---:|---:|---:|---:|---:|")
             for mode in ("dense", "hybrid", "sparse"):
                 for caller, acl in callers.items():
-                    r = measure(index, mode, acl, queries, limit=args.limit, warmup=args.warmup)  # type: ignore[arg-type]
+                    r = asyncio.run(measure(index, mode, acl, queries, limit=args.limit, warmup=args.warmup))  # type: ignore[arg-type]
                     print(
                         f"| {mode} | {caller} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | "
                         f"{r['mean']:.2f} | {r['qps']:.0f} | {r['hits']:.1f} |",

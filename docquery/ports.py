@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import SecretStr
 
 from docquery.domain import AclFilter, DocumentRecord, Hit, IndexedChunk, Prompt
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
+# Reads a credential through the secret source on every call, so a rotated file is used at once.
+KeyProvider = Callable[[], SecretStr | None]
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns text into dense vectors. ``model_id`` is stored with the collection."""
+    """Turns text into dense vectors. ``model_id`` is stored with the collection.
+
+    ``embed`` blocks (ingest calls it from its worker threads); ``aembed`` is what the
+    query path awaits: a network call, or the local model behind one thread hand-off.
+    """
 
     @property
     def model_id(self) -> str: ...
@@ -22,30 +30,28 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]: ...
 
-
-@runtime_checkable
-class AsyncEmbedder(Embedder, Protocol):
-    """An embedder whose work is a network call: the query path awaits it on the event loop."""
-
     async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]: ...
+
+    def close(self) -> None:
+        """Stop worker threads and close connection pools."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what belongs to the running event loop; the embedder stays usable from another."""
+        ...
 
 
 @runtime_checkable
 class VectorIndex(Protocol):
     """Chunk storage and ACL-filtered search. The ACL filter runs inside the query.
 
-    ``search_releases_gil`` says where the query path runs ``search``. True for a
-    client that waits on the network (Qdrant server): on a worker thread. False for
-    an engine that computes in this process holding the GIL for the whole query
-    (embedded Edge): a worker thread would not free the event loop, only add two
-    thread hand-offs, so the call is made directly (``rag.pipeline``).
+    ``search`` is awaited on the event loop; each engine runs its query as it must
+    behind the index (a network wait for a server, an in-process call for Edge).
     """
-
-    search_releases_gil: bool
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None: ...
 
-    def search(
+    async def search(
         self,
         *,
         dense: Sequence[float] | None,
@@ -126,3 +132,7 @@ class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+    async def aclose(self) -> None:
+        """Release what belongs to the running event loop; the index stays usable from another."""
+        ...

@@ -11,17 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import SecretStr
-
-from docquery.adapters.fusion import FusionParams
 from docquery.errors import ConfigError
-from docquery.ports import Embedder, Generator, IndexAdapter, TextCipher
+from docquery.index.fusion import FusionParams
+from docquery.ports import Embedder, Generator, IndexAdapter, KeyProvider
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
 from docquery.secrets import SecretSource, build_secret_source, secret_getter
 from docquery.settings import Settings
-
-KeyProvider = Callable[[], SecretStr | None]
 
 
 # -- registries ----------------------------------------------------------------
@@ -52,42 +48,38 @@ EMBEDDERS: dict[str, Callable[[Settings, KeyProvider], Embedder]] = {
 }
 
 
-def _edge_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
-    from docquery.adapters.edge_index import EdgeIndex
+def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -> IndexAdapter:
+    from docquery.index import open_edge
 
-    index: Any = EdgeIndex(
+    return open_edge(
         s.data_dir / "collections" / name,
         name=name,
         model_id=embedder.model_id,
         dimension=embedder.dimension,
         fusion=fusion_params(s),
-        cipher=cipher,
     )
-    return index  # type: ignore[no-any-return]
 
 
-def _server_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
-    from docquery.adapters.qdrant_server import ServerIndex
+def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -> IndexAdapter:
+    from docquery.index import open_server
 
     if not s.qdrant.url:
         raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
-    index: Any = ServerIndex(
+    return open_server(
         url=s.qdrant.url,
-        api_key=s.qdrant.api_key,
+        api_key=keys,
         name=name,
         model_id=embedder.model_id,
         dimension=embedder.dimension,
         fusion=fusion_params(s),
-        cipher=cipher,
         timeout_s=s.qdrant.timeout_s,
         shard_number=s.qdrant.shard_number,
         replication_factor=s.qdrant.replication_factor,
         write_consistency_factor=s.qdrant.write_consistency_factor,
     )
-    return index  # type: ignore[no-any-return]
 
 
-INDEXES: dict[str, Callable[[Settings, Embedder, str, TextCipher | None], IndexAdapter]] = {
+INDEXES: dict[str, Callable[[Settings, Embedder, str, KeyProvider], IndexAdapter]] = {
     "edge": _edge_index,
     "server": _server_index,
 }
@@ -156,19 +148,18 @@ class Components:
 
     def close(self) -> None:
         self.index.close()
-        closer = getattr(self.embedder, "close", None)  # worker threads, HTTP pools
-        if callable(closer):
-            closer()
+        self.embedder.close()  # worker threads, HTTP pools
 
     async def release_loop_resources(self) -> None:
         """Release what belongs to the running event loop (the HTTP clients' connection pools).
 
         Call it before that loop ends; the components stay usable from another loop.
         """
-        for owner in (self.generator, self.embedder):
-            closer = getattr(owner, "aclose", None)
-            if closer is not None and inspect.iscoroutinefunction(closer):
-                await closer()
+        await self.embedder.aclose()
+        await self.index.aclose()
+        closer = getattr(self.generator, "aclose", None)
+        if closer is not None and inspect.iscoroutinefunction(closer):
+            await closer()
 
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
@@ -176,14 +167,23 @@ def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> E
     return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, "embedder-api-key"))
 
 
-def build_index(settings: Settings, embedder: Embedder, *, collection: str | None = None) -> IndexAdapter:
+def _no_key() -> None:
+    return None
+
+
+def build_index(
+    settings: Settings, embedder: Embedder, *, collection: str | None = None, secrets: SecretSource | None = None
+) -> IndexAdapter:
     """Open (or create) the collection; wire envelope encryption when it is on.
 
     The wrapped data keys live in the collection's meta point, so the cipher is
     attached after the index is open: ingest records each new wrapped key there
     before its first ciphertext is written; the query side reads them back.
     """
-    index = INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, None)
+    kind = index_kind(settings)
+    # The embedded engine takes no key, so it needs no secret source (a Vault KV path, say).
+    keys = secret_getter(secrets or build_secret_source(settings), "qdrant-api-key") if kind == "server" else _no_key
+    index = INDEXES[kind](settings, embedder, collection or settings.qdrant.collection, keys)
     if settings.encryption.enabled:
         from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
 
@@ -212,7 +212,7 @@ def build_components(
     # Vault-rendered file takes effect without a restart.
     secrets = build_secret_source(settings)
     embedder = embedder or build_embedder(settings, secrets)
-    index = index or build_index(settings, embedder, collection=collection)
+    index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
     generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, "llm-api-key"))
     pipeline = RagPipeline(
         embedder=embedder,

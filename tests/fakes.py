@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import re
@@ -40,10 +41,19 @@ class HashEmbedder:
             out.append([x / norm for x in vec] if any(vec) else [1.0 / math.sqrt(self._dim)] * self._dim)
         return out
 
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        """As the local model does it: one hand-off to a worker thread."""
+        return await asyncio.to_thread(self.embed, texts, query=query)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
 
 class AsyncHashEmbedder(HashEmbedder):
-    """The same vectors behind ``aembed``: the query path takes its remote-embedder route
-    (awaited on the loop, an Edge search called directly) instead of a worker thread."""
+    """The same vectors, computed on the event loop as a remote embedder's await would be."""
 
     async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         return self.embed(texts, query=query)

@@ -27,6 +27,7 @@ text (a query) still runs on the caller's thread with torch's default threads.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -143,6 +144,11 @@ class LocalEmbedder:
         except Exception:
             raise EmbedderError("encode") from None
 
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        # One hand-off: the model computes on a worker thread (torch releases the GIL), so the
+        # event loop keeps serving other requests meanwhile.
+        return await asyncio.to_thread(self.embed, texts, query=query)
+
     def _encode(self, texts: list[str]) -> list[list[float]]:
         vectors = self._model.encode(
             texts, batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True,
@@ -187,6 +193,9 @@ class LocalEmbedder:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+    async def aclose(self) -> None:
+        """Nothing here belongs to an event loop."""
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         # Autocast state is per thread, so it is entered around each call, under the lock.

@@ -1,12 +1,13 @@
 """The evaluation run: chunk, embed, ingest into a throwaway Edge shard, search, score.
 
-Queries go through ``EdgeIndex.search``, the same call the service makes, with
+Queries go through ``QdrantIndex.search``, the same call the service makes, with
 an ACL filter in place, so the figures describe the product's retrieval path.
 Document score = the best score among its chunks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
@@ -19,8 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.adapters.edge_index import EdgeIndex
-from docquery.adapters.fusion import FusionParams
 from docquery.collection import chunk_point_id
 from docquery.domain import AclFilter, Chunk, IndexedChunk
 from docquery.evaluation.beir import BeirDataset, load_beir
@@ -28,6 +27,7 @@ from docquery.evaluation.cache import Matrix, embed_all
 from docquery.evaluation.chunking import Tokenize, chunk_document, tokenizer_spans, whitespace_spans
 from docquery.evaluation.metrics import Run, evaluate
 from docquery.evaluation.progress import NullProgress, Progress
+from docquery.index import FusionParams, QdrantIndex, open_edge
 from docquery.ports import Embedder, SearchMode
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def corpus_vectors(
 
 
 def ingest(
-    index: EdgeIndex, chunks: Sequence[EvalChunk], vectors: Matrix, progress: Progress, batch: int = 512
+    index: QdrantIndex, chunks: Sequence[EvalChunk], vectors: Matrix, progress: Progress, batch: int = 512
 ) -> None:
     progress.start("index", len(chunks))
     for lo in range(0, len(chunks), batch):
@@ -126,8 +126,8 @@ def ingest(
     progress.finish()
 
 
-def run_queries(
-    index: EdgeIndex,
+async def run_queries(
+    index: QdrantIndex,
     queries: dict[str, str],
     query_vectors: Matrix | None,
     *,
@@ -141,7 +141,7 @@ def run_queries(
     for i, (qid, text) in enumerate(queries.items()):
         dense = None if query_vectors is None else query_vectors[i].tolist()
         # Twice the depth in chunks, so that ``depth`` distinct documents remain after max-pooling.
-        hits = index.search(dense=dense, text=text, acl=acl, limit=2 * depth, mode=mode)
+        hits = await index.search(dense=dense, text=text, acl=acl, limit=2 * depth, mode=mode)
         docs: dict[str, float] = {}
         for h in hits:
             if h.score > docs.get(h.chunk.doc_id, -math.inf):
@@ -153,10 +153,10 @@ def run_queries(
 
 
 @contextmanager
-def throwaway_index(embedder: Embedder, fusion: FusionParams | None) -> Iterator[EdgeIndex]:
+def throwaway_index(embedder: Embedder, fusion: FusionParams | None) -> Iterator[QdrantIndex]:
     """An Edge shard in a temporary directory, removed afterwards, whatever happens."""
     with tempfile.TemporaryDirectory(prefix="docquery-eval-") as tmp:
-        index = EdgeIndex(
+        index = open_edge(
             Path(tmp) / "collections" / "eval",
             name="eval",
             model_id=embedder.model_id,
@@ -198,7 +198,9 @@ def run_eval(
         )
     with throwaway_index(embedder, fusion) as index:
         ingest(index, chunks, vectors, progress)
-        run = run_queries(index, dataset.queries, qvecs, mode=config.mode, depth=config.depth, progress=progress)
+        run = asyncio.run(
+            run_queries(index, dataset.queries, qvecs, mode=config.mode, depth=config.depth, progress=progress)
+        )
     return EvalResult(
         metrics=evaluate(run, dataset.qrels),
         mode=config.mode,

@@ -1,20 +1,19 @@
 """The RAG pipeline shared by the HTTP API and ``docquery ask``.
 
-embed question (off the event loop, or awaited when remote) -> ACL-filtered search inside the index
+embed question (awaited: a remote call, or the local model on a worker thread) -> ACL-filtered search inside the index
 -> relevance threshold (refuse when nothing passes) -> fenced prompt
 -> generator -> citation mapping -> sanitising.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
-from docquery.ports import AsyncEmbedder, Embedder, Generator, SearchMode, VectorIndex
+from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 
@@ -67,8 +66,6 @@ class RagPipeline:
         retrieval: RetrievalConfig,
     ) -> None:
         self.embedder = embedder
-        # Decided once: a Protocol isinstance check costs tens of microseconds per call.
-        self._remote_embedder = embedder if isinstance(embedder, AsyncEmbedder) else None
         self.index = index
         self.generator = generator
         self.sanitizer = sanitizer
@@ -79,47 +76,15 @@ class RagPipeline:
         acl: AclFilter = principal.acl()
         if acl.allows_nothing:
             return []
-        if self._remote_embedder is not None:
-            hits, embed_s, search_s = await self._retrieve_remote(self._remote_embedder, question, acl, top_k)
-        else:
-            # A local model embeds on the CPU: one hop off the event loop for both steps,
-            # since each hop costs a thread wake-up. The stage timings are taken inside.
-            hits, embed_s, search_s = await asyncio.to_thread(self._retrieve, question, acl, top_k)
+        t0 = time.perf_counter()
+        dense = (await self.embedder.aembed([question], query=True))[0] if self.retrieval.mode != "sparse" else None
+        t1 = time.perf_counter()
+        hits = await self.index.search(dense=dense, text=question, acl=acl, limit=top_k, mode=self.retrieval.mode)
         if trace is not None:
-            trace.embed_s += embed_s
-            trace.search_s += search_s
+            trace.embed_s += t1 - t0
+            trace.search_s += time.perf_counter() - t1
             trace.hits = list(hits)
         return hits
-
-    def _retrieve(self, question: str, acl: AclFilter, top_k: int) -> tuple[list[Hit], float, float]:
-        t0 = time.perf_counter()
-        dense = self.embedder.embed([question], query=True)[0] if self.retrieval.mode != "sparse" else None
-        embed_s = time.perf_counter() - t0
-        hits, search_s = self._search(dense, question, acl, top_k)
-        return hits, embed_s, search_s
-
-    async def _retrieve_remote(
-        self, embedder: AsyncEmbedder, question: str, acl: AclFilter, top_k: int
-    ) -> tuple[list[Hit], float, float]:
-        """A remote embedder is a network wait: awaited here, no thread sent to wait on a socket.
-
-        The search then runs where the index says (``VectorIndex.search_releases_gil``):
-        an embedded engine that holds the GIL is called directly, because on a worker
-        thread it would stall the event loop all the same, after two thread hand-offs.
-        """
-        t0 = time.perf_counter()
-        dense = (await embedder.aembed([question], query=True))[0] if self.retrieval.mode != "sparse" else None
-        embed_s = time.perf_counter() - t0
-        if self.index.search_releases_gil:
-            hits, search_s = await asyncio.to_thread(self._search, dense, question, acl, top_k)
-        else:
-            hits, search_s = self._search(dense, question, acl, top_k)
-        return hits, embed_s, search_s
-
-    def _search(self, dense: list[float] | None, question: str, acl: AclFilter, top_k: int) -> tuple[list[Hit], float]:
-        t0 = time.perf_counter()
-        hits = self.index.search(dense=dense, text=question, acl=acl, limit=top_k, mode=self.retrieval.mode)
-        return hits, time.perf_counter() - t0
 
     def relevant(self, hits: list[Hit]) -> list[Hit]:
         floor = self.retrieval.min_dense_score

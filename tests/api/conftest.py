@@ -23,10 +23,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from docquery.adapters.edge_index import EdgeIndex
 from docquery.adapters.openai_chat import OpenAIChatGenerator
 from docquery.api.app import create_app
 from docquery.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.index import QdrantIndex, open_edge
 from docquery.ports import Generator
 from docquery.settings import Settings
 from docquery.wiring import Components, build_components
@@ -113,7 +113,7 @@ def api_settings(tmp: Path, secrets_dir: Path, **overrides: Any) -> Settings:
 class Corpus:
     """Writes chunks and document records straight into the index (what ingest would write)."""
 
-    def __init__(self, index: EdgeIndex, embedder: HashEmbedder) -> None:
+    def __init__(self, index: QdrantIndex, embedder: HashEmbedder) -> None:
         self.index = index
         self.embedder = embedder
         self.docs: dict[str, tuple[str, ...]] = {}  # doc_id -> acl_groups
@@ -191,7 +191,7 @@ def make_harness(
         (secrets_dir / "jwks.json").write_text(json.dumps(jwks))
     settings = api_settings(tmp, secrets_dir, **overrides)
     embedder = embedder or HashEmbedder()
-    index = EdgeIndex(tmp / "index", name="api-test", model_id=embedder.model_id, dimension=embedder.dimension)
+    index = open_edge(tmp / "index", name="api-test", model_id=embedder.model_id, dimension=embedder.dimension)
     components = build_components(settings, embedder=embedder, index=index, generator=generator)
     app = create_app(settings, components=components)
     try:

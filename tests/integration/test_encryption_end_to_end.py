@@ -6,6 +6,7 @@ policies from policies/vault) and the real embedded Qdrant engine.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,11 +70,13 @@ def test_chunk_text_is_encrypted_at_rest_and_readable_by_the_query_workload(bao:
     assert b"dqenc:v1:" in raw  # the scan does see payload bytes
 
     query = build_index(_settings(bao, tmp_path, "query"), HashEmbedder())
-    hits = query.search(
-        dense=HashEmbedder().embed(["merger code name"])[0],
-        text="merger code name",
-        acl=AclFilter.for_groups({"finance"}),
-        limit=3,
+    hits = asyncio.run(
+        query.search(
+            dense=HashEmbedder().embed(["merger code name"])[0],
+            text="merger code name",
+            acl=AclFilter.for_groups({"finance"}),
+            limit=3,
+        )
     )
     query.close()
     assert [h.chunk.text for h in hits] == [text]

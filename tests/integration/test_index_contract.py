@@ -1,12 +1,15 @@
-"""One adapter suite, run on both Qdrant backends, plus a congruence check between them.
+"""One index suite, run on both Qdrant engines, plus a congruence check between them.
+
+The one ``QdrantIndex`` runs over each engine translator, so the suite guards the translators:
 
 * ``edge``: the embedded engine (qdrant-edge-py) in a temporary data dir;
 * ``server``: qdrant-client in local mode (``":memory:"``), the stand-in for the
-  server API, through the same ``ServerIndex`` a deployment uses with a URL.
+  server API, through the same ``open_server`` a deployment uses with a URL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import shutil
 from collections.abc import Callable, Iterator
@@ -18,19 +21,16 @@ import pytest
 from pydantic import SecretStr
 from qdrant_client import QdrantClient
 
-from docquery.adapters.edge_index import EdgeIndex
-from docquery.adapters.fusion import FusionParams
-from docquery.adapters.qdrant_server import ServerIndex
 from docquery.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionError, chunk_point_id
 from docquery.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
 from docquery.errors import VectorIndexError
+from docquery.index import FusionParams, open_edge, open_server
+from docquery.index.engine import Where
 from docquery.ports import IndexAdapter, SearchMode
 from tests.fakes import HashEmbedder
 
 BACKENDS = ("edge", "server")
 MODES: tuple[SearchMode, ...] = ("dense", "sparse", "hybrid")
-# The method each backend runs a query through; replaced by a tripwire to prove "no query at all".
-QUERY_METHOD = {"edge": "_query", "server": "_batch"}
 
 Opener = Callable[..., Any]
 
@@ -49,7 +49,7 @@ def edge_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, st
         key = (name, model_id, dimension)
         if key not in made:
             path = root / f"{len(made)}-{name}"
-            EdgeIndex(path, name=name, model_id=model_id, dimension=dimension).close()
+            open_edge(path, name=name, model_id=model_id, dimension=dimension).close()
             made[key] = path
         return made[key]
 
@@ -70,7 +70,7 @@ def opener(
             path = tmp_path / "data" / "collections" / name
             if not path.exists():
                 shutil.copytree(edge_template(name, embedder.model_id, embedder.dimension), path)
-            index: Any = EdgeIndex(
+            index: Any = open_edge(
                 path,
                 name=name,
                 model_id=embedder.model_id,
@@ -78,7 +78,7 @@ def opener(
                 fusion=fusion,
             )
         else:
-            index = ServerIndex(
+            index = open_server(
                 url=":memory:",
                 name=name,
                 model_id=embedder.model_id,
@@ -127,7 +127,7 @@ def search(  # noqa: PLR0917 - reads like the call it wraps
     index: IndexAdapter, embedder: Any, text: str, groups: set[str], mode: SearchMode, limit: int = 5
 ) -> list[Hit]:
     dense = embedder.embed([text], query=True)[0]
-    return index.search(dense=dense, text=text, acl=AclFilter.for_groups(groups), limit=limit, mode=mode)
+    return asyncio.run(index.search(dense=dense, text=text, acl=AclFilter.for_groups(groups), limit=limit, mode=mode))
 
 
 CORPUS = {
@@ -174,7 +174,7 @@ def test_hybrid_without_text_falls_back_to_dense(opener: Opener, hash_embedder: 
     index = opener(hash_embedder)
     ingest_corpus(index, hash_embedder)
     dense = hash_embedder.embed(["vpn hardware token"], query=True)[0]
-    hits = index.search(dense=dense, text=None, acl=AclFilter.for_groups({"eng"}), limit=3, mode="hybrid")
+    hits = asyncio.run(index.search(dense=dense, text=None, acl=AclFilter.for_groups({"eng"}), limit=3, mode="hybrid"))
     assert hits[0].chunk.doc_id == "vpn"
     assert hits[0].score == hits[0].dense_score
 
@@ -215,7 +215,7 @@ def test_no_groups_returns_nothing_without_querying(
     def tripwire(*args: object, **kwargs: object) -> None:
         raise AssertionError("the index was queried for a caller with no groups")
 
-    monkeypatch.setattr(index, QUERY_METHOD[opener.backend], tripwire)  # type: ignore[attr-defined]
+    monkeypatch.setattr(index._engine, "query", tripwire)  # the engine seam: every query goes through it
     assert AclFilter.for_groups(set()).allows_nothing
     for mode in MODES:
         assert search(index, hash_embedder, "payroll", set(), mode) == []
@@ -353,14 +353,9 @@ class ReversingCipher:
 
 
 def raw_texts(index: Any) -> list[str]:
-    """Chunk text exactly as stored, read past the adapter."""
-    if isinstance(index, EdgeIndex):
-        from qdrant_edge import ScrollRequest
-
-        records, _ = index._shard.scroll(ScrollRequest(limit=100, with_payload=True, with_vector=False))
-    else:
-        records, _ = index._client.scroll(index.name, limit=100, with_payload=True, with_vectors=False)
-    return [str(r.payload["text"]) for r in records if (r.payload or {}).get("kind") == "chunk"]
+    """Chunk text exactly as stored, read past the index from its engine."""
+    records, _ = index._engine.scroll(Where(must=()), with_payload=True, offset=None, limit=100)
+    return [str(r.payload["text"]) for r in records if r.payload.get("kind") == "chunk"]
 
 
 @both
@@ -442,7 +437,7 @@ def test_optimize_keeps_every_search_result(opener: Opener, hash_embedder: HashE
 # -- server-only: connection and errors -------------------------------------------
 def test_server_errors_name_the_operation_not_the_content() -> None:
     embedder = HashEmbedder()
-    index = ServerIndex(url=":memory:", name="errors", model_id=embedder.model_id, dimension=embedder.dimension)
+    index = open_server(url=":memory:", name="errors", model_id=embedder.model_id, dimension=embedder.dimension)
     try:
         canary = "canary-4f1b payroll secret text"
         bad = IndexedChunk(chunk=make_chunk(embedder, "d", canary, ("hr",)).chunk, dense=[0.1] * 3)  # wrong dimension
@@ -457,9 +452,9 @@ def test_server_errors_name_the_operation_not_the_content() -> None:
 def test_server_unreachable_is_a_vector_index_error_without_the_key() -> None:
     key = "qdrant-key-never-shown"
     with pytest.warns(UserWarning, match="insecure"), pytest.raises(VectorIndexError) as err:
-        ServerIndex(
+        open_server(
             url="http://127.0.0.1:9",  # discard port: nothing listens
-            api_key=SecretStr(key),
+            api_key=lambda: SecretStr(key),
             name="x",
             model_id="m",
             dimension=4,
@@ -480,7 +475,7 @@ def test_server_creates_the_collection_with_both_vectors_and_distribution(monkey
 
     # Local mode accepts but does not keep the distribution settings; record what was asked.
     monkeypatch.setattr(client, "create_collection", recording_create)
-    index = ServerIndex(
+    index = open_server(
         url=":memory:",
         name="layout",
         model_id="m",
@@ -567,10 +562,10 @@ def test_both_backends_return_the_same_hits(tmp_path: Path, fusion: str) -> None
     embedder = HashEmbedder(dimension=256)
     params = FUSIONS[fusion]
     corpus = synthetic_corpus(embedder)
-    edge = EdgeIndex(
+    edge = open_edge(
         tmp_path / "edge", name="c", model_id=embedder.model_id, dimension=embedder.dimension, fusion=params
     )
-    server = ServerIndex(
+    server = open_server(
         url=":memory:", name="c", model_id=embedder.model_id, dimension=embedder.dimension, fusion=params
     )
     try:
@@ -606,8 +601,8 @@ def test_both_backends_agree_with_the_real_model(tmp_path: Path, local_embedder:
     }
     groups = {"vpn": ("eng",), "oncall": ("eng",), "expenses": ("fin",), "leave": ("hr",)}
     corpus = [make_chunk(local_embedder, d, t, groups.get(d, (PUBLIC_GROUP,))) for d, t in texts.items()]
-    edge = EdgeIndex(tmp_path / "edge", name="r", model_id=local_embedder.model_id, dimension=local_embedder.dimension)
-    server = ServerIndex(url=":memory:", name="r", model_id=local_embedder.model_id, dimension=local_embedder.dimension)
+    edge = open_edge(tmp_path / "edge", name="r", model_id=local_embedder.model_id, dimension=local_embedder.dimension)
+    server = open_server(url=":memory:", name="r", model_id=local_embedder.model_id, dimension=local_embedder.dimension)
     try:
         edge.upsert(corpus)
         server.upsert(corpus)

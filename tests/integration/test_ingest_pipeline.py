@@ -6,6 +6,7 @@ ACL-only changes, injection flags and quarantine, and usage errors (exit 2).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -114,8 +115,8 @@ def test_idempotent_rerun_writes_nothing(ingest_env: IngestEnv, capsys: pytest.C
     assert env.embedder.calls == calls
     assert env.state() == state
     # Pages and heading paths are in the payload.
-    hits = env.index.search(
-        dense=None, text="revenue grew", acl=AclFilter.for_groups({"staff"}), limit=3, mode="sparse"
+    hits = asyncio.run(
+        env.index.search(dense=None, text="revenue grew", acl=AclFilter.for_groups({"staff"}), limit=3, mode="sparse")
     )
     assert hits[0].chunk.page == "p. 2" and hits[0].chunk.source == "report.pdf"
 
@@ -136,8 +137,8 @@ def test_changed_file_replaces_its_chunks(ingest_env: IngestEnv) -> None:
     assert report.chunks_deleted == 1
     texts = {
         h.chunk.text
-        for h in env.index.search(
-            dense=None, text="version", acl=AclFilter.for_groups({"staff"}), limit=5, mode="sparse"
+        for h in asyncio.run(
+            env.index.search(dense=None, text="version", acl=AclFilter.for_groups({"staff"}), limit=5, mode="sparse")
         )
     }
     assert texts == {"second version text"}
@@ -214,8 +215,8 @@ def test_acl_only_change_updates_payload_without_reembedding(ingest_env: IngestE
     status, _, _, acl, ids = env.state()["memo.md"]
     assert (status, acl, ids) == ("complete", ("board", "legal"), ids_before)
     for groups, visible in (({"staff"}, 0), ({"legal"}, 2)):
-        hits = env.index.search(
-            dense=None, text="merger terms", acl=AclFilter.for_groups(groups), limit=5, mode="sparse"
+        hits = asyncio.run(
+            env.index.search(dense=None, text="merger terms", acl=AclFilter.for_groups(groups), limit=5, mode="sparse")
         )
         assert len(hits) == visible
         assert all(h.chunk.acl_groups == ("board", "legal") for h in hits)
@@ -246,8 +247,14 @@ def test_injection_flags_and_quarantine(ingest_env: IngestEnv, quarantine: bool)
     assert report.chunks_flagged == 3
     assert report.chunks_quarantined == (3 if quarantine else 0)
     staff = AclFilter.for_groups({"staff"})
-    hits = env.index.search(
-        dense=None, text="invoices paid instructions password rotation vendor desk", acl=staff, limit=20, mode="sparse"
+    hits = asyncio.run(
+        env.index.search(
+            dense=None,
+            text="invoices paid instructions password rotation vendor desk",
+            acl=staff,
+            limit=20,
+            mode="sparse",
+        )
     )
     flags = {(h.chunk.source, h.chunk.page): h.chunk.flags for h in hits}
     if quarantine:

@@ -1,14 +1,14 @@
 """Where the query path runs each retrieval step, and the engine fact that decides it.
 
-``RagPipeline.search`` awaits a remote embedder on the event loop, then calls an
-index that holds the GIL (embedded Edge) directly and sends one that waits on the
-network (Qdrant server) to a worker thread. A local embedder computes on the CPU,
-so embedding and search go to one worker thread together. Every path must return
-the same ACL-filtered hits.
+``RagPipeline.search`` has one path: ``await embedder.aembed`` then ``await index.search``.
+Behind those awaits, a remote embedder is a network wait on the loop; the local model
+computes on one worker thread (one hand-off); a Qdrant server query is awaited through
+qdrant-client's async client, with no thread; an embedded Edge query runs on the loop
+thread, because the engine holds the GIL for the whole query (a worker thread would not
+free the loop, only add two hand-offs). Every path returns the same ACL-filtered hits.
 
-The first test keeps ``EdgeIndex.search_releases_gil = False`` honest: if a later
-qdrant-edge released the GIL during a query, it fails, and the Edge search should
-go back to a worker thread.
+The first test keeps that Edge choice honest: if a later qdrant-edge released the GIL
+during a query, it fails, and the Edge translator should hand its query to a thread.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
-from qdrant_client import QdrantClient
+from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_edge import (
     Distance,
     EdgeConfig,
@@ -36,10 +36,9 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.adapters.edge_index import EdgeIndex
 from docquery.adapters.openai_embedder import OpenAIEmbedder
-from docquery.adapters.qdrant_server import ServerIndex
 from docquery.domain import Principal
+from docquery.index import QdrantIndex, open_edge, open_server
 from docquery.ports import IndexAdapter
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig, Trace
 from docquery.rag.sanitize import Sanitizer
@@ -102,24 +101,23 @@ def test_edge_holds_the_gil_for_a_whole_query(tmp_path: Path) -> None:
     assert during < 0.25 * rate * took, f"spinner ran {during / (rate * took):.0%} of the query: the GIL was released"
 
 
-class RecordingIndex:
-    """Delegates to a real index and records the thread each search ran on."""
+class RecordingShard:
+    """Delegates to the real Edge shard and records the thread each engine query ran on."""
 
-    def __init__(self, inner: IndexAdapter) -> None:
+    def __init__(self, inner: Any, threads: list[int]) -> None:
         self._inner = inner
-        self.search_releases_gil = inner.search_releases_gil
-        self.threads: list[int] = []
+        self._threads = threads
 
-    def search(self, **kwargs: Any) -> Any:
-        self.threads.append(threading.get_ident())
-        return self._inner.search(**kwargs)
+    def query_batch(self, *args: Any) -> Any:
+        self._threads.append(threading.get_ident())
+        return self._inner.query_batch(*args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
 class RecordingEmbedder(HashEmbedder):
-    """The local-embedder path: a blocking ``embed`` and no ``aembed``."""
+    """The local-embedder path: a blocking ``embed`` behind the one ``aembed`` hand-off."""
 
     def __init__(self) -> None:
         super().__init__(DIM, model_id="standin-embed")
@@ -155,9 +153,7 @@ def _search(pipeline: RagPipeline) -> tuple[list[str], int, Trace]:
         try:
             hits = await pipeline.search("VPN token", principal, 5, trace=trace)
         finally:
-            aclose = getattr(pipeline.embedder, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await pipeline.embedder.aclose()
         return [h.chunk.doc_id for h in hits], threading.get_ident(), trace
 
     return asyncio.run(run())
@@ -173,12 +169,28 @@ def _pipeline(embedder: Any, index: Any) -> RagPipeline:
     )
 
 
-def test_each_path_runs_where_intended_and_finds_the_same_hits(tmp_path: Path, standin: StandInOpenAIServer) -> None:
-    edge = RecordingIndex(EdgeIndex(tmp_path / "edge", name="c", model_id="standin-embed", dimension=DIM))
+def test_each_path_runs_where_intended_and_finds_the_same_hits(
+    tmp_path: Path, standin: StandInOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edge_threads: list[int] = []
+    edge: QdrantIndex = open_edge(tmp_path / "edge", name="c", model_id="standin-embed", dimension=DIM)
+    edge._engine._shard = RecordingShard(edge._engine._shard, edge_threads)  # type: ignore[attr-defined]
+
     client = QdrantClient(location=":memory:")
-    server = RecordingIndex(
-        ServerIndex(url=":memory:", name="c", model_id="standin-embed", dimension=DIM, client=client)
-    )
+    server = open_server(url=":memory:", name="c", model_id="standin-embed", dimension=DIM, client=client)
+
+    def blocking_query(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the query path used the blocking client")
+
+    server_threads: list[int] = []
+    async_query = AsyncQdrantClient.query_batch_points
+
+    async def recording_query(self: AsyncQdrantClient, *args: Any, **kwargs: Any) -> Any:
+        server_threads.append(threading.get_ident())
+        return await async_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(client, "query_batch_points", blocking_query)
+    monkeypatch.setattr(AsyncQdrantClient, "query_batch_points", recording_query)
     remote = OpenAIEmbedder(
         base_url=standin.base_url, model="standin-embed", api_key=lambda: SecretStr(DEFAULT_KEY), dimension=DIM
     )
@@ -187,20 +199,26 @@ def test_each_path_runs_where_intended_and_finds_the_same_hits(tmp_path: Path, s
         for index in (edge, server):
             _fill(index)
 
-        # Remote embedder + Edge: the embedding is awaited and the search called on the loop thread.
+        # Remote embedder + Edge: the embedding is awaited and the engine called on the loop thread.
         ids, loop_thread, trace = _search(_pipeline(remote, edge))
-        assert edge.threads[-1] == loop_thread
+        assert edge_threads == [loop_thread]
         assert trace.embed_s > 0 and trace.search_s > 0
         expected = ids
 
-        # Remote embedder + server: the search waits on a worker thread.
+        # Remote embedder + server: the query is awaited through the async client, on the loop thread.
         ids, loop_thread, _ = _search(_pipeline(remote, server))
-        assert server.threads[-1] != loop_thread
+        assert server_threads == [loop_thread]
         assert ids == expected
 
-        # Local embedder + Edge: both steps on one worker thread.
+        # Local embedder + Edge: one hand-off for the model; the engine still runs on the loop thread.
         ids, loop_thread, _ = _search(_pipeline(local, edge))
-        assert local.threads[-1] == edge.threads[-1] != loop_thread
+        assert len(local.threads) == 1 and local.threads[0] != loop_thread
+        assert edge_threads[-1] == loop_thread
+        assert ids == expected
+
+        # Local embedder + server: the same hand-off, then the async client.
+        ids, loop_thread, _ = _search(_pipeline(local, server))
+        assert local.threads[-1] != loop_thread and server_threads[-1] == loop_thread
         assert ids == expected
         assert set(expected) == {"vpn", "vpn-faq"}  # the hr document stays out on every path
     finally:

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from docquery.adapters.openai_embedder import OpenAIEmbedder
 from docquery.errors import EmbedderError
-from docquery.ports import AsyncEmbedder
+from docquery.ports import Embedder
 from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
 
 CANARY = "CANARY-5b1d04-embedding-text"
@@ -65,7 +65,7 @@ def test_awaited_and_blocking_clients_agree_in_order_and_batches(standin: StandI
     texts = ["alpha beta", "gamma", "alpha", "delta epsilon", "beta"]
     emb = _embedder(standin, batch_size=2)
     try:
-        assert isinstance(emb, AsyncEmbedder)  # the query path awaits it instead of using a thread
+        assert isinstance(emb, Embedder)  # the query path awaits aembed: no thread sent to wait on a socket
         blocking = emb.embed(texts)
         calls = standin.stats.embedding_calls
         awaited = asyncio.run(_aembed_once(emb, texts))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from qdrant_edge import Fusion
 
 FusionMethod = Literal["rrf", "dbsf", "convex"]
 
@@ -34,20 +33,9 @@ class FusionParams:
     prefetch_limit: int = 100
 
     @property
-    def weights(self) -> list[float]:
-        return [self.dense_weight, self.sparse_weight]
-
-    @property
     def dense_share(self) -> float:
         total = self.dense_weight + self.sparse_weight
         return self.dense_weight / total if total > 0 else 0.5
-
-    def edge_fusion(self) -> Fusion:
-        if self.method == "dbsf":
-            dbsf: Fusion = Fusion.Dbsf()  # type: ignore[assignment]
-            return dbsf
-        fusion: Fusion = Fusion.Rrf(k=self.rrf_k, weights=self.weights)  # type: ignore[assignment]
-        return fusion
 
 
 def _minmax(scores: Mapping[str, float]) -> dict[str, float]:

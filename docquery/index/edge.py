@@ -1,0 +1,202 @@
+"""Translator for the embedded engine: a qdrant-edge ``EdgeShard``, Qdrant's own engine in-process.
+
+The shard lives under ``<data_dir>/collections/<name>`` and survives restarts (the WAL
+replays after a crash). One process may open a shard at a time; a second open fails with
+a clear error instead of corrupting it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from qdrant_edge import (
+    CountRequest,
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeSparseVectorParams,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    Fusion,
+    HasIdCondition,
+    MatchAny,
+    MatchValue,
+    Modifier,
+    PayloadSchemaType,
+    Point,
+    Prefetch,
+    Query,
+    QueryBatchRequest,
+    QueryRequest,
+    ScrollRequest,
+    SparseVector,
+    UpdateOperation,
+)
+
+from docquery.collection import DENSE_VECTOR, INDEXED_BOOLS, INDEXED_KEYWORDS, SPARSE_VECTOR
+from docquery.errors import VectorIndexError
+from docquery.index import engine as e
+
+
+@contextmanager
+def _guard(operation: str) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:  # qdrant_edge raises plain Exception; its messages name shards and paths
+        raise VectorIndexError(operation, e.first_line(exc)) from None
+
+
+def _filter(where: e.Where) -> Filter:
+    must: list[Any] = [
+        FieldCondition(key=m.key, match=MatchValue(m.values[0]) if len(m.values) == 1 else MatchAny(any=list(m.values)))
+        for m in where.must
+    ]
+    except_ids: list[Any] | None = (
+        [HasIdCondition({uuid.UUID(i) for i in where.except_ids})] if where.except_ids else None
+    )
+    return Filter(must=must, must_not=except_ids)
+
+
+def _vector(v: list[float] | e.Sparse) -> Any:
+    return SparseVector(v.indices, v.values) if isinstance(v, e.Sparse) else v
+
+
+def _nearest(n: e.Nearest) -> Query:
+    return Query.Nearest(_vector(n.vector), using=n.using)
+
+
+def _fusion(f: e.RankFusion) -> Fusion:
+    if f.method == "dbsf":
+        dbsf: Fusion = Fusion.Dbsf()  # type: ignore[assignment]  # the stub types the variant as its class
+        return dbsf
+    rrf: Fusion = Fusion.Rrf(k=f.rrf_k, weights=list(f.weights))  # type: ignore[assignment]
+    return rrf
+
+
+def _request(s: e.Search) -> QueryRequest:
+    flt = _filter(s.where)
+    with_vector = [DENSE_VECTOR] if s.with_dense else False
+    if s.fusion is not None:
+        prefetch = [Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt) for n in s.prefetch]
+        return QueryRequest(
+            limit=s.limit,
+            prefetches=prefetch,
+            query=_fusion(s.fusion),
+            filter=flt,
+            with_payload=True,
+            with_vector=with_vector,
+        )
+    assert s.nearest is not None  # noqa: S101 - a Search has a query or a fusion
+    return QueryRequest(
+        limit=s.limit, query=_nearest(s.nearest), filter=flt, with_payload=True, with_vector=with_vector
+    )
+
+
+def _found(p: Any) -> e.Found:
+    vectors = p.vector if isinstance(p.vector, dict) else {}
+    return e.Found(
+        id=str(p.id), payload=p.payload or {}, score=float(getattr(p, "score", 0.0)), dense=vectors.get(DENSE_VECTOR)
+    )
+
+
+class EdgeEngine:
+    """One collection in an embedded Edge shard at ``path``."""
+
+    def __init__(self, path: Path, *, dimension: int) -> None:
+        self._lock = threading.Lock()
+        self._closed = False
+        with _guard("open"):
+            self.created = not (path / "edge_config.json").exists()
+            if self.created:
+                path.mkdir(parents=True, exist_ok=True)
+                self._shard = EdgeShard.create(
+                    str(path),
+                    EdgeConfig(
+                        vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine)},
+                        sparse_vectors={SPARSE_VECTOR: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+                    ),
+                )
+                self.create_indexes()
+            else:
+                self._shard = EdgeShard.load(str(path))
+
+    async def query(self, searches: Sequence[e.Search]) -> list[list[e.Found]]:
+        # Called on the caller's thread, without a hand-off: the engine holds the GIL for the
+        # whole query, so a worker thread would not free the event loop (test_query_placement.py).
+        with _guard("search"):
+            batches = self._shard.query_batch(QueryBatchRequest([_request(s) for s in searches]))
+        return [[_found(p) for p in points] for points in batches]
+
+    def upsert(self, points: Sequence[e.Point]) -> None:
+        edge_points = [Point(id=uuid.UUID(p.id), vector=p.vectors(_vector), payload=dict(p.payload)) for p in points]
+        self._update("upsert", UpdateOperation.upsert_points(edge_points))
+
+    def delete(self, *, ids: Sequence[str] = (), where: e.Where | None = None) -> None:
+        if where is not None:
+            self._update("delete", UpdateOperation.delete_points_by_filter(_filter(where)))
+        if ids:
+            self._update("delete", UpdateOperation.delete_points([uuid.UUID(i) for i in ids]))
+
+    def set_payload(self, payload: Mapping[str, Any], *, ids: Sequence[str] = (), where: e.Where | None = None) -> None:
+        if where is not None:
+            self._update("set payload", UpdateOperation.set_payload_by_filter(_filter(where), dict(payload)))
+        if ids:
+            self._update("set payload", UpdateOperation.set_payload([uuid.UUID(i) for i in ids], dict(payload)))
+
+    def retrieve(self, ids: Sequence[str]) -> list[e.Found]:
+        with _guard("retrieve"):
+            records = self._shard.retrieve([uuid.UUID(i) for i in ids], with_payload=True, with_vector=False)
+        return [_found(r) for r in records]
+
+    def scroll(self, where: e.Where, *, with_payload: bool, offset: Any, limit: int) -> tuple[list[e.Found], Any]:
+        request = ScrollRequest(
+            offset=offset, limit=limit, filter=_filter(where), with_payload=with_payload, with_vector=False
+        )
+        with _guard("scroll"):
+            records, after = self._shard.scroll(request)
+        return [_found(r) for r in records], after
+
+    def count(self, where: e.Where) -> int:
+        with _guard("count"):
+            return int(self._shard.count(CountRequest(filter=_filter(where), exact=True)))
+
+    def create_indexes(self) -> None:
+        for key in INDEXED_KEYWORDS:
+            self._update("create index", UpdateOperation.create_field_index(key.value, PayloadSchemaType.Keyword))
+        for key in INDEXED_BOOLS:
+            self._update("create index", UpdateOperation.create_field_index(key.value, PayloadSchemaType.Bool))
+
+    def flush(self) -> None:
+        with _guard("flush"):
+            self._shard.flush()
+
+    def optimize(self) -> bool:
+        """Build the HNSW and payload-indexed segments; blocks until done.
+
+        Edge never optimizes on its own, so without this every search is an exact scan.
+        """
+        with _guard("optimize"):
+            return bool(self._shard.optimize())
+
+    def ready(self) -> bool:
+        return not self._closed
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._shard.flush()
+                self._shard.close()
+
+    async def aclose(self) -> None:
+        """Nothing belongs to an event loop here."""
+
+    def _update(self, operation: str, op: UpdateOperation) -> None:
+        with _guard(operation):
+            self._shard.update(op)

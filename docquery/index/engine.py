@@ -1,0 +1,140 @@
+"""The engine seam: what the one index asks of a Qdrant engine, in engine-neutral terms.
+
+A translator per engine (``edge.py``: the embedded qdrant-edge shard; ``server.py``:
+qdrant-client) turns these requests into its own types. Everything else (search modes,
+fusion, hits, payloads, the document catalog, the meta point) lives once, in ``store.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
+
+
+@dataclass(frozen=True)
+class Match:
+    """Payload field ``key`` equals one of ``values``."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Where:
+    """All of ``must``, and none of the points in ``except_ids``."""
+
+    must: tuple[Match, ...]
+    except_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sparse:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """Nearest neighbours of ``vector`` in the named vector ``using``."""
+
+    using: str
+    vector: list[float] | Sparse
+
+
+@dataclass(frozen=True)
+class RankFusion:
+    """Fusion done inside the engine: weighted reciprocal rank, or distribution-based."""
+
+    method: Literal["rrf", "dbsf"]
+    rrf_k: int = 60
+    weights: tuple[float, float] = (1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Search:
+    """One query: nearest to ``nearest``, or ``fusion`` over the ``prefetch`` branches.
+
+    ``where`` is applied to the query and to every prefetch branch, inside the engine.
+    """
+
+    where: Where
+    limit: int
+    nearest: Nearest | None = None
+    prefetch: tuple[Nearest, ...] = ()
+    prefetch_limit: int = 0
+    fusion: RankFusion | None = None
+    with_dense: bool = False
+
+
+@dataclass(frozen=True)
+class Found:
+    """A point as an engine returns it: id, score (0 for reads), payload, stored dense vector."""
+
+    id: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    score: float = 0.0
+    dense: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point to write; a document record or the meta point has no vectors."""
+
+    id: str
+    payload: Mapping[str, Any]
+    dense: Sequence[float] | None = None
+    sparse: Sparse | None = None
+
+    def vectors(self, sparse_type: Callable[[Sparse], Any]) -> dict[str, Any]:
+        """The named vectors, the sparse one converted to the engine's own type."""
+        out: dict[str, Any] = {} if self.dense is None else {DENSE_VECTOR: list(self.dense)}
+        if self.sparse is not None:
+            out[SPARSE_VECTOR] = sparse_type(self.sparse)
+        return out
+
+
+class Engine(Protocol):
+    """A Qdrant engine holding one collection. Errors leave as ``VectorIndexError``."""
+
+    created: bool  # this open created the collection (the meta point is still to write)
+
+    async def query(self, searches: Sequence[Search]) -> list[list[Found]]: ...
+
+    def upsert(self, points: Sequence[Point]) -> None: ...
+
+    def delete(self, *, ids: Sequence[str] = (), where: Where | None = None) -> None: ...
+
+    def set_payload(
+        self, payload: Mapping[str, Any], *, ids: Sequence[str] = (), where: Where | None = None
+    ) -> None: ...
+
+    def retrieve(self, ids: Sequence[str]) -> list[Found]: ...
+
+    def scroll(self, where: Where, *, with_payload: bool, offset: Any, limit: int) -> tuple[list[Found], Any]:
+        """One page from ``offset`` (None: the start); returns the page and the next offset (None: the end)."""
+        ...
+
+    def count(self, where: Where) -> int: ...
+
+    def create_indexes(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def optimize(self) -> bool: ...
+
+    def ready(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    async def aclose(self) -> None:
+        """Release what belongs to the running event loop (connection pools); the engine stays usable."""
+        ...
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """An engine message's first line, bounded; the class name when it has none."""
+    text = str(exc)
+    return text.splitlines()[0][:limit] if text else type(exc).__name__

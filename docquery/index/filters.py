@@ -1,0 +1,35 @@
+"""The index's filters, engine-neutral: the ACL filter every search runs inside the engine."""
+
+from __future__ import annotations
+
+from docquery.collection import CHUNK_KINDS, Key, Kind
+from docquery.domain import AclFilter
+from docquery.index.engine import Match, Where
+
+
+def kind(k: Kind) -> Match:
+    return Match(Key.KIND.value, (k.value,))
+
+
+def any_chunk() -> Match:
+    """Chunks of every kind, quarantined included: for maintenance, never for search."""
+    return Match(Key.KIND.value, CHUNK_KINDS)
+
+
+def doc(doc_id: str) -> Match:
+    return Match(Key.DOC_ID.value, (doc_id,))
+
+
+def groups(acl: AclFilter) -> Match:
+    return Match(Key.ACL_GROUPS.value, acl.labels)
+
+
+def acl_chunks(acl: AclFilter) -> Where:
+    # Applied inside the vector query and each prefetch: post-filtering top-k would both
+    # leak timing and starve callers of their own documents. kind == chunk also excludes
+    # quarantined chunks (their own kind), document records and the meta point.
+    return Where(must=(kind(Kind.CHUNK), groups(acl)))
+
+
+def doc_chunks(doc_id: str, *, except_ids: tuple[str, ...] = ()) -> Where:
+    return Where(must=(any_chunk(), doc(doc_id)), except_ids=except_ids)
