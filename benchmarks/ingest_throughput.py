@@ -119,8 +119,8 @@ def write_corpus(root: Path, n: int) -> int:
 
 def docquery_chunks(root: Path, settings: Any, embedder: Any) -> list[str]:
     """The exact chunk texts DocQuery embeds for this corpus (same code path as the ingest)."""
+    from docquery.chunking import tokenizer_for
     from ingest.acl import AclResolver
-    from ingest.chunking import tokenizer_for
     from ingest.discover import Discovery, Filters, Shard, discover
     from ingest.loaders import Limits
     from ingest.pipeline import chunk_spec, pipeline_fingerprint
@@ -314,13 +314,13 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
 
 def chunk_token_counts(texts: list[str], embedder: Any) -> list[int]:
     """Model tokens in each chunk, special tokens not counted."""
-    from ingest.chunking import tokenizer_for
+    from docquery.chunking import tokenizer_for
 
     return [len(s) for s in tokenizer_for(embedder).spans(texts)]
 
 
 def token_counts(root: Path, chunk_tokens: list[int], embedder: Any) -> tuple[int, int, int]:
-    from ingest.chunking import tokenizer_for
+    from docquery.chunking import tokenizer_for
 
     docs = [p.read_text(encoding="utf-8") for p in sorted(root.glob("*.txt"))]
     doc_lens = [len(s) for s in tokenizer_for(embedder).spans(docs)]
@@ -353,7 +353,7 @@ def llama_embedded_tokens(root: Path, embedder: Any) -> tuple[int, int]:
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.schema import MetadataMode
 
-    from ingest.chunking import tokenizer_for
+    from docquery.chunking import tokenizer_for
 
     nodes = SentenceSplitter()(SimpleDirectoryReader(str(root), required_exts=[".txt"]).load_data())
     lens = [

@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from docquery.adapters.local_embedder import LocalEmbedder
+from docquery.chunking import ChunkSpec, tokenizer_for
 from docquery.domain import AclFilter
 from docquery.evaluation.beir import load_beir
 from docquery.evaluation.cache import embed_all
 from docquery.evaluation.metrics import evaluate
 from docquery.evaluation.progress import LineProgress
-from docquery.evaluation.runner import EVAL_GROUP, chunk_corpus, ingest, tokenize_for
+from docquery.evaluation.runner import EVAL_GROUP, chunk_corpus, ingest
 from docquery.index import open_edge
 from docquery.index.fusion import fuse_convex
 
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dataset_dir", type=Path)
     ap.add_argument("--split", default="train")
     ap.add_argument("--cache", type=Path, default=None)
-    ap.add_argument("--max-tokens", type=int, default=256, help="0: one chunk per document (truncated)")
+    ap.add_argument("--whole-documents", action="store_true", help="one chunk per document (truncated)")
     ap.add_argument("--bm25", default=None, help="K,B,AVG_LEN: try another BM25 document weighting (research)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = ap.parse_args(argv)
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     progress = LineProgress(sys.stderr)
     embedder = LocalEmbedder()
     dataset = load_beir(args.dataset_dir, args.split)
-    chunks = chunk_corpus(dataset, tokenize_for(embedder), args.max_tokens)
+    chunks = chunk_corpus(dataset, tokenizer_for(embedder), None if args.whole_documents else ChunkSpec())
     texts = [c.text for c in chunks]
     vectors = embed_all(embedder, texts, query=False, label="corpus", progress=progress, cache_dir=args.cache)
     qids = list(dataset.queries)

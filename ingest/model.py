@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from docquery import chunking
 from docquery.domain import Chunk, DocumentRecord
+
+# The loaders build sections; the chunker that ingest and the evaluation share defines them.
+Section = chunking.Section
 
 
 class FileRejected(Exception):
@@ -29,15 +33,6 @@ class SourceFile:
     rel: str
     acl_groups: tuple[str, ...]
     acl_origin: str  # the metadata file that gave the ACL, or "--groups"/"--public"
-
-
-@dataclass(frozen=True)
-class Section:
-    """A run of document text with one location: a heading path (md, html, docx) or a page (pdf)."""
-
-    text: str
-    page: str | None = None
-    flags: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

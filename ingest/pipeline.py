@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from docquery.chunking import ChunkSpec, tokenizer_for
 from docquery.domain import DocumentRecord
 from docquery.errors import DocQueryError
 from docquery.ports import Embedder, IndexAdapter
 from docquery.settings import Settings
 from docquery.wiring import build_embedder, build_index, index_kind
 from ingest.acl import AclResolver
-from ingest.chunking import ChunkSpec, tokenizer_for
 from ingest.discover import Discovery, Filters, Shard, discover
 from ingest.loaders import Limits
 from ingest.model import PlannedDoc, UsageError

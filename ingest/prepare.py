@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections
 from docquery.collection import chunk_point_id
 from docquery.domain import Chunk, DocumentRecord
-from ingest.chunking import ChunkSpec, Tokenizer, chunk_sections
 from ingest.loaders import Limits, loader_for
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.plan import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, EXTRA_PIPELINE

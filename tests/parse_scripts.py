@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from ingest.chunking import ChunkSpec, RegexTokenizer
+from docquery.chunking import ChunkSpec, RegexTokenizer
 from ingest.loaders import Limits
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.prepare import PrepareConfig, prepare

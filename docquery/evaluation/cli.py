@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from docquery.errors import ConfigError
 from docquery.evaluation.metrics import METRIC_KEYS
 from docquery.evaluation.progress import Progress, RichProgress, default_progress
 from docquery.settings import Settings
@@ -29,11 +30,10 @@ def register(sub: Any) -> None:
     ret.add_argument("--split", choices=("test", "train", "dev"), default="test", help="qrels split (default test)")
     ret.add_argument("--cache", type=Path, default=None, help="directory for cached embeddings (.npy)")
     ret.add_argument(
-        "--max-tokens",
-        type=int,
-        default=256,
-        help="split documents longer than this many model tokens (default 256, the model's window); "
-        "0 keeps one chunk per document, truncated by the model, as the published baselines do",
+        "--whole-documents",
+        action="store_true",
+        help="one chunk per document, truncated by the model, as the published baselines do "
+        "(default: chunk as ingest does, with DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP)",
     )
     ret.add_argument("--json", action="store_true", help="print one JSON object")
     ret.set_defaults(handler=cmd_eval_retrieval)
@@ -41,16 +41,19 @@ def register(sub: Any) -> None:
 
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
+    from docquery.chunking import ChunkSpec
     from docquery.evaluation.runner import EvalConfig, run_eval
     from docquery.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params
 
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/malloc.py)
+    try:
+        spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
+    except ValueError as exc:
+        raise ConfigError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
     embedder = build_embedder(settings)
-    config = EvalConfig(
-        mode=args.mode or settings.retrieval.mode, split=args.split, max_tokens=args.max_tokens, cache_dir=args.cache
-    )
+    config = EvalConfig(mode=args.mode or settings.retrieval.mode, split=args.split, chunks=spec, cache_dir=args.cache)
     # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
     progress: Progress = default_progress()
     try:

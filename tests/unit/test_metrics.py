@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from docquery import cli
-from docquery.evaluation.beir import DatasetError, load_beir, load_qrels
-from docquery.evaluation.chunking import chunk_document, whitespace_spans
+from docquery.chunking import ChunkSpec, RegexTokenizer, Section, chunk_sections
+from docquery.evaluation.beir import BeirDataset, BeirDoc, DatasetError, load_beir, load_qrels
 from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, ranked, recall_at_k
 from docquery.evaluation.progress import LineProgress
-from docquery.evaluation.runner import EvalConfig, run_eval
+from docquery.evaluation.runner import EvalConfig, chunk_corpus, run_eval
+from docquery.settings import Settings
 from tests.fakes import HashEmbedder
 
 
@@ -124,23 +125,34 @@ def test_loader_errors_name_the_file_not_the_content(tmp_path: Path) -> None:
 
 
 # -- chunking ------------------------------------------------------------------------
-def test_short_document_is_one_chunk_with_title() -> None:
-    assert chunk_document("A title", "some body text", whitespace_spans, max_tokens=256) == [
-        "A title\n\nsome body text"
-    ]
-    assert chunk_document("", "body only", whitespace_spans, max_tokens=256) == ["body only"]
+def _dataset(docs: dict[str, tuple[str, str]]) -> BeirDataset:
+    return BeirDataset(corpus={d: BeirDoc(d, t, x) for d, (t, x) in docs.items()}, queries={}, qrels={})
 
 
-def test_long_document_is_split_into_titled_overlapping_windows() -> None:
-    words = [f"w{i}" for i in range(30)]
-    chunks = chunk_document("T", " ".join(words), whitespace_spans, max_tokens=12, overlap=2)
-    # Budget 12 - 2 special tokens = 10; the title takes 1, so 9 words per window, step 7.
-    assert chunks[0] == "T\n\n" + " ".join(words[0:9])
-    assert chunks[1] == "T\n\n" + " ".join(words[7:16])
-    assert chunks[-1].endswith("w29")
-    assert all(len(c.split()) <= 10 for c in chunks)
-    covered = {w for c in chunks for w in c.split()[1:]}
-    assert covered == set(words)
+def test_the_evaluation_chunks_each_document_exactly_as_ingest_does() -> None:
+    tokenizer, spec = RegexTokenizer(), ChunkSpec(size=24, overlap=4)
+    docs = {
+        "short": ("A title", "some body text"),
+        "untitled": ("", "body only"),
+        "long": ("Long", "First paragraph of words.\n\n" + " ".join(f"word{i}" for i in range(120))),
+    }
+    chunks = chunk_corpus(_dataset(docs), tokenizer, spec)
+    for doc_id, (title, text) in docs.items():
+        as_file = f"{title}\n\n{text}" if title else text  # a text file whose first paragraph is the title
+        ingest = [c.text for c in chunk_sections([Section(as_file)], tokenizer, spec)]
+        assert [c.text for c in chunks if c.doc_id == doc_id] == ingest, doc_id
+        assert [c.index for c in chunks if c.doc_id == doc_id] == list(range(len(ingest)))
+    assert len([c for c in chunks if c.doc_id == "long"]) > 1
+
+
+def test_whole_documents_keep_one_chunk_each() -> None:
+    chunks = chunk_corpus(_dataset({"long": ("T", " ".join(["w"] * 2000))}), RegexTokenizer(), None)
+    assert [(c.index, c.text[:3]) for c in chunks] == [(0, "T\n\n")]
+
+
+def test_the_evaluation_uses_the_product_chunk_settings_by_default() -> None:
+    ingest = Settings().ingest
+    assert EvalConfig().chunks == ChunkSpec(ingest.chunk_tokens, ingest.chunk_overlap)
 
 
 def test_line_progress_prints_counts_only() -> None:
@@ -211,6 +223,7 @@ def test_eval_cli_prints_one_json_object(
     assert payload["mode"] == "hybrid" and payload["n_queries"] == 5 and payload["split"] == "test"
     assert payload["ndcg@10"] == pytest.approx(1.0)
     assert "search hybrid: 5/5 done" in out.err  # plain progress lines when not on a terminal
+    assert payload["n_chunks"] > 6  # chunked as ingest chunks, not one chunk per document
     for text in QUERIES.values():
         assert text not in out.err  # progress and logs carry counts, not query text
 

@@ -1,4 +1,7 @@
-"""Token-aware chunking with the embedder's own tokenizer.
+"""Token-aware chunking with the embedder's own tokenizer: the chunker that ships.
+
+Ingest chunks documents with it and the retrieval evaluation chunks its corpus with
+it, with the same settings, so the published figures measure what ingest writes.
 
 Sizes are counted in the model's tokens, so a chunk never overflows its window
 (all-MiniLM-L6-v2: 256 tokens including [CLS]/[SEP]; the default 200 + 30
@@ -14,9 +17,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ingest.model import Section
-
 Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of document text with one location: a heading path (md, html, docx) or a page (pdf)."""
+
+    text: str
+    page: str | None = None
+    flags: frozenset[str] = frozenset()
 
 
 class Tokenizer(Protocol):
