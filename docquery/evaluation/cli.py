@@ -48,11 +48,11 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/malloc.py)
+    embedder = build_embedder(settings)
     try:
         spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
     except ValueError as exc:
         raise ConfigError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
-    embedder = build_embedder(settings)
     config = EvalConfig(mode=args.mode or settings.retrieval.mode, split=args.split, chunks=spec, cache_dir=args.cache)
     # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
     progress: Progress = default_progress()
