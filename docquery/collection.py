@@ -55,7 +55,6 @@ class Key(StrEnum):
     INGESTED_AT = "ingested_at"
     TEXT = "text"
     FLAGS = "flags"
-    QUARANTINED = "quarantined"
     CHUNK_COUNT = "chunk_count"
     STATUS = "status"
     MODEL_ID = "model_id"
@@ -65,8 +64,9 @@ class Key(StrEnum):
 
 
 INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.ROOT, Key.CONTENT_SHA256)
-INDEXED_BOOLS = (Key.QUARANTINED,)
-# 2: quarantined chunks are their own kind (was: kind=chunk plus quarantined=true).
+# 2: quarantined chunks are their own kind (was: kind=chunk plus quarantined=true). The
+# quarantined flag early v2 builds still wrote is no longer written; nothing ever read it in
+# v2, so v2 collections written with or without it read the same: no version change.
 SCHEMA_VERSION = 2
 CHUNK_KINDS = (Kind.CHUNK.value, Kind.QUARANTINED_CHUNK.value)
 

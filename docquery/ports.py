@@ -81,6 +81,10 @@ class Generator(Protocol):
 
     def stream(self, prompt: Prompt) -> AsyncIterator[str]: ...
 
+    async def aclose(self) -> None:
+        """Release what belongs to the running event loop; the generator stays usable from another."""
+        ...
+
 
 class TextCipher(Protocol):
     """Encrypts chunk text at rest (envelope encryption). Ingest encrypts, query decrypts."""

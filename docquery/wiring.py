@@ -6,10 +6,8 @@ tests pass their own components in. No module-level singletons.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from docquery.errors import ConfigError
 from docquery.index.fusion import FusionParams
@@ -144,7 +142,6 @@ class Components:
     generator: Generator
     pipeline: RagPipeline
     secrets: SecretSource
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         self.index.close()
@@ -155,11 +152,9 @@ class Components:
 
         Call it before that loop ends; the components stay usable from another loop.
         """
+        await self.generator.aclose()
         await self.embedder.aclose()
         await self.index.aclose()
-        closer = getattr(self.generator, "aclose", None)
-        if closer is not None and inspect.iscoroutinefunction(closer):
-            await closer()
 
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:

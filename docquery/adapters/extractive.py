@@ -33,6 +33,9 @@ class ExtractiveGenerator:
     async def complete(self, prompt: Prompt) -> str:
         return self.render(prompt)
 
+    async def aclose(self) -> None:
+        """Nothing here belongs to an event loop."""
+
     async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
         for line in self.render(prompt).splitlines(keepends=True):
             yield line

@@ -5,24 +5,19 @@ forced before sentence-transformers is imported, so a missing file fails loudly
 instead of silently reaching for the network.
 
 Precision: on a CPU with native bfloat16 (AMX or AVX512-BF16) the model runs under
-torch's CPU autocast, which does the matrix products in bfloat16 and keeps layer
-norm, softmax and pooling in float32. On this machine that embeds about twice as
-fast, and the vectors match float32 ones to a cosine of at least 0.9999, so the
-two are interchangeable inside one collection. Without native support, bfloat16
-would be emulated and slower, so "auto" stays in float32.
+torch's CPU autocast (matrix products in bfloat16; layer norm, softmax and pooling
+in float32), which is faster and gives vectors interchangeable with float32 ones
+inside one collection. Without native support bfloat16 would be emulated, so "auto"
+stays in float32.
 
 Workers: on CPU, a call of more than one forward pass is split into passes of
 ``batch_size`` texts (longest first) that ``workers`` threads take in turn, each
-running torch with one thread. torch's own threads meet at a barrier after every
-operation, so when ingest's parser or writer takes a core from one of them, the
-other waits; separate workers each lose only their own time. On this 2-core VM
-it embedded 5-8 % faster alone, and ingest end to end took 32-36 s instead of
-38-44 s. The pipeline's other stages need CPU on cores the workers already fill: about 4
-CPU seconds per 1,000 SciFact abstracts, against 45 to 73 for the embedding, depending on the
-VM's speed. Over 17 rounds the pipeline ran at 82-111 % of the embedder's own rate, 97.7 % at
-the median (docs/benchmarks.md). Each pass allocates and frees its buffers afresh, so bulk
-commands tune glibc malloc to keep that memory (docquery/malloc.py). A single
-text (a query) still runs on the caller's thread with torch's default threads.
+running torch with one thread: torch's own threads meet at a barrier after every
+operation, so a core taken by ingest's parser or writer would stall all of them,
+while separate workers each lose only their own time. Bulk commands tune glibc
+malloc to keep the passes' buffers (docquery/malloc.py). A single text (a query)
+runs on the caller's thread with torch's default threads. The measurements behind
+both choices are in docs/benchmarks.md ("Design notes moved from the code").
 """
 
 from __future__ import annotations

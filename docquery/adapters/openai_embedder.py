@@ -11,17 +11,16 @@ Errors carry a status code at most, never the upstream body: it may echo the tex
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 import httpx
-from pydantic import SecretStr
 
 from docquery.adapters.loop_session import LoopSession
 from docquery.errors import EmbedderError
+from docquery.ports import KeyProvider
 
-KeyProvider = Callable[[], SecretStr | None]
 # A response is refused past this many bytes per input text: 256 KiB holds a vector of about
 # 10,000 dimensions as JSON. A larger body is an upstream fault, not a reason to run out of memory.
 _BYTES_PER_INPUT = 256 * 1024

@@ -39,7 +39,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.collection import DENSE_VECTOR, INDEXED_BOOLS, INDEXED_KEYWORDS, SPARSE_VECTOR
+from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, SPARSE_VECTOR
 from docquery.errors import VectorIndexError
 from docquery.index import engine as e
 
@@ -169,8 +169,6 @@ class EdgeEngine:
     def create_indexes(self) -> None:
         for key in INDEXED_KEYWORDS:
             self._update("create index", UpdateOperation.create_field_index(key.value, PayloadSchemaType.Keyword))
-        for key in INDEXED_BOOLS:
-            self._update("create index", UpdateOperation.create_field_index(key.value, PayloadSchemaType.Bool))
 
     def flush(self) -> None:
         with _guard("flush"):

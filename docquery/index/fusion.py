@@ -1,13 +1,13 @@
-"""Fusion parameters for hybrid dense + BM25 search, shared by both backends.
+"""Fusion parameters for hybrid dense + BM25 search, shared by both engines.
 
-Three methods (docs/benchmarks.md has the train-split tuning behind the default):
+Three methods:
 
 * ``rrf``: weighted reciprocal rank fusion, inside Qdrant;
 * ``dbsf``: distribution-based score fusion, inside Qdrant (weights unused);
 * ``convex``: min-max normalise each branch's scores over its fetched list, then
   ``share * dense + (1 - share) * sparse`` with ``share = dense_weight /
-  (dense_weight + sparse_weight)``. Qdrant has no such fusion, so both adapters
-  run the two filtered branches in one batch and fuse client-side with
+  (dense_weight + sparse_weight)``. Qdrant has no such fusion, so the index runs
+  the two filtered branches in one batch and fuses client-side with
   ``fuse_convex``; the ACL filter still runs inside both queries.
 """
 
@@ -24,8 +24,8 @@ FusionMethod = Literal["rrf", "dbsf", "convex"]
 
 @dataclass(frozen=True)
 class FusionParams:
-    # DBSF: best on the SciFact train split (nDCG@10 0.742 against 0.730 for the best RRF),
-    # runs inside Qdrant on both backends, and has no weights to over-fit (docs/benchmarks.md).
+    # DBSF: the best on the SciFact train split, runs inside the engine on both backends,
+    # and has no weights to over-fit (docs/benchmarks.md, "Tuning, on the train split only").
     method: FusionMethod = "dbsf"
     rrf_k: int = 60
     dense_weight: float = 1.0

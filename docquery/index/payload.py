@@ -27,7 +27,6 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
         Key.INGESTED_AT: c.ingested_at,
         Key.TEXT: text,
         Key.FLAGS: list(c.flags),
-        Key.QUARANTINED: item.quarantined,
     }
 
 

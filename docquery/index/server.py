@@ -18,7 +18,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from docquery.collection import DENSE_VECTOR, INDEXED_BOOLS, INDEXED_KEYWORDS, SPARSE_VECTOR
+from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, SPARSE_VECTOR
 from docquery.errors import VectorIndexError
 from docquery.index import engine as e
 from docquery.ports import KeyProvider
@@ -256,8 +256,6 @@ class ServerEngine:
             warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
             for key in INDEXED_KEYWORDS:
                 self._client.create_payload_index(self.name, key.value, models.PayloadSchemaType.KEYWORD, wait=True)
-            for key in INDEXED_BOOLS:
-                self._client.create_payload_index(self.name, key.value, models.PayloadSchemaType.BOOL, wait=True)
 
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""
