@@ -28,15 +28,16 @@ def _local_embedder(s: Settings, keys: KeyProvider) -> Embedder:
 def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:
     from docquery.adapters.openai_embedder import OpenAIEmbedder
 
-    if not s.embedder.base_url:
+    e = s.embedder
+    if not e.base_url:
         raise ConfigError("DOCQUERY_EMBEDDER__BASE_URL is required when DOCQUERY_EMBEDDER__KIND=openai")
     return OpenAIEmbedder(
-        base_url=s.embedder.base_url,
-        model=s.embedder.model,
+        base_url=e.base_url,
+        model=e.model,
         api_key=keys,
-        dimension=s.embedder.dimension,
-        batch_size=s.embedder.batch_size,
-        timeout_s=s.embedder.timeout_s,
+        dimension=e.dimension,
+        batch_size=e.batch_size,
+        timeout_s=e.timeout_s,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qdrant_edge import Bm25
+from qdrant_edge import Bm25, SparseVector
 
 from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.domain import AclFilter, Hit
@@ -16,9 +16,9 @@ from docquery.index.payload import chunk_from_payload, sort_hits_key
 from docquery.ports import SearchMode, TextCipher
 
 
-def sparse_of(bm25_vector: object) -> Sparse:
-    """A ``qdrant_edge.SparseVector`` as the seam's type (same indices, same weights)."""
-    return Sparse(indices=list(bm25_vector.indices), values=list(bm25_vector.values))  # type: ignore[attr-defined]
+def sparse_of(bm25_vector: SparseVector) -> Sparse:
+    """A BM25 vector as the seam's type (same indices, same weights)."""
+    return Sparse(indices=bm25_vector.indices, values=bm25_vector.values)
 
 
 class HybridSearch:

@@ -13,7 +13,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
@@ -107,9 +107,10 @@ def _request(s: e.Search) -> models.QueryRequest:
 
 
 def _found(p: models.ScoredPoint | models.Record) -> e.Found:
-    dense = p.vector.get(DENSE_VECTOR) if isinstance(p.vector, dict) else None
+    stored = p.vector.get(DENSE_VECTOR) if isinstance(p.vector, dict) else None
+    dense = cast("list[float]", stored) if isinstance(stored, list) else None  # a named dense vector
     score = p.score if isinstance(p, models.ScoredPoint) else 0.0
-    return e.Found(id=str(p.id), payload=p.payload or {}, score=float(score), dense=dense)  # type: ignore[arg-type]
+    return e.Found(id=str(p.id), payload=p.payload or {}, score=float(score), dense=dense)
 
 
 def bearer(api_key: KeyProvider) -> Callable[[], str]:
