@@ -1,55 +1,36 @@
 """DocQuery settings: one nested pydantic-settings model.
 
-Precedence (highest first), as ordered in ``settings_customise_sources``:
+Precedence (highest first): keyword arguments (tests, the CLI's flags), then environment
+variables ``DOCQUERY_*`` with ``__`` nesting, then field defaults.
 
-1. keyword arguments (tests, the CLI's flags);
-2. environment variables ``DOCQUERY_*`` with ``__`` nesting;
-3. secret files in ``DOCQUERY_SECRETS_DIR`` (as Vault Agent renders them);
-4. field defaults.
+The model holds no secret. Credentials (``llm-api-key``, ``qdrant-api-key``, ...) are read
+through :mod:`docquery.secrets` on every use, from files, Vault or (dev only) env vars, so
+a rotated key takes effect without a restart and there is one way to read a secret.
 
-Secrets are ``SecretStr`` so ``repr(settings)`` never shows them. In the ``prod``
-profile a secret set through an environment variable is refused, with an error
-that names the variable: env vars leak through ``/proc``, crash dumps and
-``kubectl describe``, files on an in-memory volume do not.
+A ``DOCQUERY_*`` variable that names no setting is a warning naming the closest real
+setting, and an error in the prod profile: a misspelt setting must not be silently ignored.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as _SourceError
+
+from docquery.envvars import ENV_PREFIX, NESTED_DELIMITER, carries_secret, unknown_env_vars
 
 log = logging.getLogger(__name__)
 
-ENV_PREFIX = "DOCQUERY_"
 DEFAULT_SECRETS_DIR = "/vault/secrets"
-
-# Secret file name (CONTRACT.md) -> nested settings field path.
-SECRET_FILES: dict[str, tuple[str, str]] = {
-    "llm-api-key": ("llm", "api_key"),
-    "qdrant-api-key": ("qdrant", "api_key"),
-    "embedder-api-key": ("embedder", "api_key"),
-}
-
-# Values that mean "somebody forgot to set this"; refused in prod.
-_PLACEHOLDERS = {"", "changeme", "change-me", "placeholder", "secret", "xxx", "todo", "dummy"}
-
-
-def contract_secret_env_var(filename: str) -> str:
-    """The env var that would carry a contract secret file (``llm-api-key`` -> ``DOCQUERY_LLM__API_KEY``)."""
-    section, key = SECRET_FILES[filename]
-    return f"{ENV_PREFIX}{section}__{key}".upper()
 
 
 class Profile(StrEnum):
@@ -63,7 +44,6 @@ class SettingsError(ValueError):
 
 class QdrantSettings(BaseModel):
     url: str | None = None
-    api_key: SecretStr | None = None
     collection: str = "docquery"
     timeout_s: float = 10.0
     # Server-side distribution, used when the server adapter creates a collection.
@@ -81,7 +61,6 @@ class EmbedderSettings(BaseModel):
     base_url: str | None = None
     model: str = "all-MiniLM-L6-v2"
     dimension: int | None = None  # for kind=openai when the server cannot be probed
-    api_key: SecretStr | None = None
     # 32 measured 6-8 % faster than 64 for the bundled model on CPU, in both precisions.
     batch_size: int = Field(default=32, ge=1, le=4096)
     timeout_s: float = 30.0
@@ -100,7 +79,6 @@ class EmbedderSettings(BaseModel):
 class LLMSettings(BaseModel):
     base_url: str | None = None
     model: str = "docquery-llm"
-    api_key: SecretStr | None = None
     connect_timeout_s: float = 3.0
     read_timeout_s: float = 60.0
     total_timeout_s: float = 120.0
@@ -186,54 +164,6 @@ class VaultSettings(BaseModel):
     kv_path: str | None = None
 
 
-class _ProfileAwareSecretsSource(PydanticBaseSettingsSource):
-    """Reads the contract's secret files (``llm-api-key``...) into nested fields."""
-
-    def __init__(self, settings_cls: type[BaseSettings], secrets_dir: Path) -> None:
-        super().__init__(settings_cls)
-        self._dir = secrets_dir
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ builds the whole dict
-
-    def __call__(self) -> dict[str, Any]:
-        out: dict[str, dict[str, Any]] = {}
-        if not self._dir.is_dir():
-            return {}
-        for filename, (section, key) in SECRET_FILES.items():
-            path = self._dir / filename
-            if path.is_file():
-                value = path.read_text(encoding="utf-8").strip()
-                if value:
-                    out.setdefault(section, {})[key] = value
-        return out
-
-
-class _EnvSecretGuard(PydanticBaseSettingsSource):
-    """Refuses env-var secrets in prod; warns in dev. Contributes no values."""
-
-    def __init__(self, settings_cls: type[BaseSettings], profile: str) -> None:
-        super().__init__(settings_cls)
-        self._profile = profile
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        for filename in SECRET_FILES:
-            var = contract_secret_env_var(filename)
-            present = [name for name in os.environ if name.upper() == var]
-            if not present:
-                continue
-            if self._profile == Profile.PROD:
-                raise SettingsError(
-                    f"{present[0]} is set, but the prod profile refuses secrets from environment "
-                    f"variables; put it in the secrets dir as a file instead"
-                )
-            log.warning("secret taken from environment variable %s (dev profile only)", present[0])
-        return {}
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -267,18 +197,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        init = init_settings()
-        env = EnvSettingsSource(settings_cls)
-        profile = str(init.get("profile") or os.environ.get(f"{ENV_PREFIX}PROFILE", Profile.DEV))
-        secrets_dir = Path(
-            str(init.get("secrets_dir") or os.environ.get(f"{ENV_PREFIX}SECRETS_DIR", DEFAULT_SECRETS_DIR))
-        )
-        return (
-            init_settings,
-            _EnvSecretGuard(settings_cls, profile.lower()),
-            env,
-            _ProfileAwareSecretsSource(settings_cls, secrets_dir),
-        )
+        # No dotenv and no secrets dir: the model holds no secret (docquery.secrets reads them).
+        return (init_settings, env_settings)
 
     def __init__(self, **values: Any) -> None:
         # pydantic's ValidationError text embeds the offending input, which may be a
@@ -287,28 +207,53 @@ class Settings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise SettingsError(_describe(exc)) from None
-        self._prod_requires_real_secrets()
-
-    def _prod_requires_real_secrets(self) -> None:
-        if self.profile != Profile.PROD:
-            return
-        required: list[tuple[str, SecretStr | None]] = []
-        if self.llm.base_url:
-            required.append(("llm-api-key", self.llm.api_key))
-        if self.qdrant.url:
-            required.append(("qdrant-api-key", self.qdrant.api_key))
-        if self.embedder.kind == "openai":
-            required.append(("embedder-api-key", self.embedder.api_key))
-        for filename, secret in required:
-            if secret is None or secret.get_secret_value().strip().lower() in _PLACEHOLDERS:
-                raise SettingsError(
-                    f"the prod profile needs the secret file {filename!r} in the secrets dir "
-                    f"(missing, empty or a placeholder)"
-                )
+        except _SourceError as exc:
+            raise SettingsError(_describe_source_error(exc)) from None
+        check_unknown_env_vars(self.profile, os.environ)
 
     @property
     def is_prod(self) -> bool:
         return self.profile == Profile.PROD
+
+
+def setting_fields(cls: type[BaseModel] = Settings) -> Iterator[tuple[str, str, FieldInfo]]:
+    """Every leaf setting as (dotted path, env var, field), in model order."""
+    for name, field in cls.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            for sub, sub_field in annotation.model_fields.items():
+                env = f"{ENV_PREFIX}{name}{NESTED_DELIMITER}{sub}".upper()
+                yield f"{name}.{sub}", env, sub_field
+        else:
+            yield name, f"{ENV_PREFIX}{name}".upper(), field
+
+
+def known_env_vars() -> set[str]:
+    """Every variable the settings model reads (sections too: pydantic-settings takes them as JSON)."""
+    names = {env for _, env, _ in setting_fields()}
+    names |= {f"{ENV_PREFIX}{name}".upper() for name in Settings.model_fields}
+    return names
+
+
+def check_unknown_env_vars(profile: Profile, environ: Mapping[str, str]) -> None:
+    """Warn (dev) or refuse (prod) every ``DOCQUERY_*`` variable that names no setting.
+
+    Variables that carry a secret are the secret source's to judge (docquery.secrets).
+    """
+    unknown = [
+        u for u in unknown_env_vars(known_env_vars(), environ) if not carries_secret(u.name, environ.get(u.name, ""))
+    ]
+    if profile == Profile.PROD and unknown:
+        raise SettingsError(unknown[0].message().replace("is ignored", "is refused in the prod profile"))
+    for u in unknown:
+        log.warning("%s", u.message())
+
+
+def _describe_source_error(exc: _SourceError) -> str:
+    """pydantic-settings could not parse a section's JSON: name the variable, not the value."""
+    match = re.search(r'field "([a-z_]+)"', str(exc))
+    var = f"{ENV_PREFIX}{match.group(1)}".upper() if match else f"a {ENV_PREFIX}* variable"
+    return f"{var} is not valid JSON; set its fields one by one ({var}__<FIELD>) or fix the JSON"
 
 
 def _describe(exc: ValidationError) -> str:

@@ -11,17 +11,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import SecretStr
-
 from docquery.adapters.fusion import FusionParams
 from docquery.errors import ConfigError
 from docquery.ports import Embedder, Generator, IndexAdapter, TextCipher
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
-from docquery.secrets import SecretSource, build_secret_source, secret_getter
+from docquery.secrets import (
+    EMBEDDER_API_KEY,
+    LLM_API_KEY,
+    QDRANT_API_KEY,
+    KeyProvider,
+    SecretSource,
+    build_secret_source,
+    secret_getter,
+)
 from docquery.settings import Settings
-
-KeyProvider = Callable[[], SecretStr | None]
 
 
 # -- registries ----------------------------------------------------------------
@@ -52,7 +56,9 @@ EMBEDDERS: dict[str, Callable[[Settings, KeyProvider], Embedder]] = {
 }
 
 
-def _edge_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
+def _edge_index(
+    s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None, keys: KeyProvider
+) -> IndexAdapter:
     from docquery.adapters.edge_index import EdgeIndex
 
     index: Any = EdgeIndex(
@@ -66,14 +72,16 @@ def _edge_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher |
     return index  # type: ignore[no-any-return]
 
 
-def _server_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None) -> IndexAdapter:
+def _server_index(
+    s: Settings, embedder: Embedder, name: str, cipher: TextCipher | None, keys: KeyProvider
+) -> IndexAdapter:
     from docquery.adapters.qdrant_server import ServerIndex
 
     if not s.qdrant.url:
         raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
     index: Any = ServerIndex(
         url=s.qdrant.url,
-        api_key=s.qdrant.api_key,
+        api_key=keys,
         name=name,
         model_id=embedder.model_id,
         dimension=embedder.dimension,
@@ -87,7 +95,7 @@ def _server_index(s: Settings, embedder: Embedder, name: str, cipher: TextCipher
     return index  # type: ignore[no-any-return]
 
 
-INDEXES: dict[str, Callable[[Settings, Embedder, str, TextCipher | None], IndexAdapter]] = {
+INDEXES: dict[str, Callable[[Settings, Embedder, str, TextCipher | None, KeyProvider], IndexAdapter]] = {
     "edge": _edge_index,
     "server": _server_index,
 }
@@ -173,17 +181,24 @@ class Components:
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
     source = secrets or build_secret_source(settings)
-    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, "embedder-api-key"))
+    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, EMBEDDER_API_KEY))
 
 
-def build_index(settings: Settings, embedder: Embedder, *, collection: str | None = None) -> IndexAdapter:
+def build_index(
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    collection: str | None = None,
+    secrets: SecretSource | None = None,
+) -> IndexAdapter:
     """Open (or create) the collection; wire envelope encryption when it is on.
 
     The wrapped data keys live in the collection's meta point, so the cipher is
     attached after the index is open: ingest records each new wrapped key there
     before its first ciphertext is written; the query side reads them back.
     """
-    index = INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, None)
+    keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY)
+    index = INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, None, keys)
     if settings.encryption.enabled:
         from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
 
@@ -212,8 +227,8 @@ def build_components(
     # Vault-rendered file takes effect without a restart.
     secrets = build_secret_source(settings)
     embedder = embedder or build_embedder(settings, secrets)
-    index = index or build_index(settings, embedder, collection=collection)
-    generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, "llm-api-key"))
+    index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
+    generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, LLM_API_KEY))
     pipeline = RagPipeline(
         embedder=embedder,
         index=index,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import SecretStr
@@ -96,7 +96,7 @@ class ServerIndex:
         name: str,
         model_id: str,
         dimension: int,
-        api_key: SecretStr | None = None,
+        api_key: Callable[[], SecretStr | None] | None = None,
         fusion: FusionParams | None = None,
         cipher: TextCipher | None = None,
         timeout_s: float = 10.0,
@@ -124,11 +124,13 @@ class ServerIndex:
             elif self._local:
                 self._client = QdrantClient(location=LOCAL_MEMORY)
             else:
-                key = api_key.get_secret_value() if api_key is not None else None
+                # The key is read through the provider before every request, so a rotated one is used
+                # without a restart (Qdrant takes it as a bearer token as well as an api-key header).
+                bearer = _bearer(api_key) if api_key is not None and api_key() is not None else None
                 # No version probe: it runs in a background thread that fails noisily when the server
                 # is down; the collection_exists call below fails cleanly instead.
                 self._client = QdrantClient(
-                    url=url, api_key=key, timeout=max(1, round(timeout_s)), check_compatibility=False
+                    url=url, auth_token_provider=bearer, timeout=max(1, round(timeout_s)), check_compatibility=False
                 )
             if not self._client.collection_exists(name):
                 self._create(dimension, shard_number, replication_factor, write_consistency_factor)
@@ -437,3 +439,11 @@ def _safe(exc: Exception) -> str:
     if isinstance(exc, ResponseHandlingException):
         return "no response from the server"
     return type(exc).__name__
+
+
+def _bearer(provider: Callable[[], SecretStr | None]) -> Callable[[], str]:
+    def token() -> str:
+        key = provider()
+        return "" if key is None else key.get_secret_value()
+
+    return token

@@ -459,7 +459,7 @@ def test_server_unreachable_is_a_vector_index_error_without_the_key() -> None:
     with pytest.warns(UserWarning, match="insecure"), pytest.raises(VectorIndexError) as err:
         ServerIndex(
             url="http://127.0.0.1:9",  # discard port: nothing listens
-            api_key=SecretStr(key),
+            api_key=lambda: SecretStr(key),
             name="x",
             model_id="m",
             dimension=4,
