@@ -25,7 +25,7 @@ from docquery.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionE
 from docquery.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
 from docquery.errors import VectorIndexError
 from docquery.ports import IndexAdapter, SearchMode
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 BACKENDS = ("edge", "server")
 MODES: tuple[SearchMode, ...] = ("dense", "sparse", "hybrid")

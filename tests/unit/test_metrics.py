@@ -16,7 +16,7 @@ from docquery.evaluation.chunking import chunk_document, whitespace_spans
 from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, ranked, recall_at_k
 from docquery.evaluation.progress import LineProgress
 from docquery.evaluation.runner import EvalConfig, run_eval
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 
 # -- metrics -----------------------------------------------------------------------

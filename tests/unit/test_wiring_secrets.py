@@ -9,7 +9,7 @@ import pytest
 from docquery.secrets import FileSecretSource, secret_getter
 from docquery.settings import Settings
 from docquery.wiring import build_index
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 from tests.support.qdrant_stub import qdrant_stub
 
 
