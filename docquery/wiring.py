@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import SecretStr
+
 from docquery.adapters.fusion import FusionParams
 from docquery.errors import ConfigError
 from docquery.ports import Embedder, Generator, IndexAdapter, TextCipher
@@ -179,6 +181,10 @@ class Components:
                 await closer()
 
 
+def _no_key() -> SecretStr | None:
+    return None
+
+
 def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
     source = secrets or build_secret_source(settings)
     return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, EMBEDDER_API_KEY))
@@ -197,7 +203,8 @@ def build_index(
     attached after the index is open: ingest records each new wrapped key there
     before its first ciphertext is written; the query side reads them back.
     """
-    keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY)
+    # The embedded engine takes no key: no source is built for it (Vault may be configured for Transit only).
+    keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY) if settings.qdrant.url else _no_key
     index = INDEXES[index_kind(settings)](settings, embedder, collection or settings.qdrant.collection, None, keys)
     if settings.encryption.enabled:
         from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
