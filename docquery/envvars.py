@@ -110,9 +110,10 @@ class UnknownVariable:
     name: str
     suggestion: str | None  # the closest real variable, when one is close
 
-    def message(self) -> str:
+    def message(self, *, refused: bool = False) -> str:
         hint = f"; did you mean {self.suggestion}?" if self.suggestion else ""
-        return f"{self.name} is not a DocQuery setting and is ignored{hint}"
+        outcome = "refused in the prod profile" if refused else "ignored"
+        return f"{self.name} is not a DocQuery setting and is {outcome}{hint}"
 
 
 def _spellings(var: str) -> str:

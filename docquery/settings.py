@@ -310,7 +310,7 @@ def check_unknown_env_vars(profile: Profile, environ: Mapping[str, str]) -> None
         u for u in unknown_env_vars(known_env_vars(), environ) if not carries_secret(u.name, environ.get(u.name, ""))
     ]
     if profile == Profile.PROD and unknown:
-        raise SettingsError(unknown[0].message().replace("is ignored", "is refused in the prod profile"))
+        raise SettingsError(unknown[0].message(refused=True))
     for u in unknown:
         log.warning("%s", u.message())
 
@@ -328,5 +328,5 @@ def _describe(exc: ValidationError) -> str:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Build settings from the environment, secret files and ``overrides``."""
+    """Build settings from the environment and ``overrides`` (secrets are docquery.secrets' to read)."""
     return Settings(**overrides)

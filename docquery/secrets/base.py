@@ -58,7 +58,9 @@ class MissingSecretError(SecretsError):
     """The prod profile needs a secret that is missing, empty or a placeholder."""
 
     def __init__(self, name: str, where: str) -> None:
-        super().__init__(f"the prod profile needs the secret file {name!r} ({where}): missing, empty or a placeholder")
+        super().__init__(
+            f"the prod profile needs the secret {name!r}, read from {where}: missing, empty or a placeholder"
+        )
         self.name = name
 
 
