@@ -229,10 +229,11 @@ def build_components(
     index: IndexAdapter | None = None,
     generator: Generator | None = None,
     collection: str | None = None,
+    secrets: SecretSource | None = None,
 ) -> Components:
     # Keys are read through the secret source on every call, so a rotated
     # Vault-rendered file takes effect without a restart.
-    secrets = build_secret_source(settings)
+    secrets = secrets or build_secret_source(settings)
     embedder = embedder or build_embedder(settings, secrets)
     index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
     generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, LLM_API_KEY))
