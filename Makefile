@@ -46,11 +46,12 @@ unit: $(STAMP)
 
 # Regenerates the hash-locked sets from pyproject.toml; pins already in them are kept unless
 # UPGRADE="--upgrade" (or --upgrade-package NAME) is given. Needs PyPI and /opt/wheels.
-LOCK_FLAGS = --constraint requirements/constraints.txt --find-links /opt/wheels --emit-find-links \
-	--generate-hashes --python-version 3.11.7 --python-platform x86_64-manylinux_2_28 \
-	--custom-compile-command "make lock" -q $(UPGRADE)
+# runtime.txt is resolved within dev.txt (its pins and its --find-links), so the two never disagree.
+LOCK_FLAGS = --constraint requirements/constraints.txt --emit-find-links --generate-hashes \
+	--python-version 3.11.7 --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" -q
 lock: $(STAMP)
-	$(BIN)/uv pip compile pyproject.toml --extra dev $(LOCK_FLAGS) -o requirements/dev.txt
+	$(BIN)/uv pip compile pyproject.toml --extra dev --find-links /opt/wheels $(LOCK_FLAGS) $(UPGRADE) \
+		-o requirements/dev.txt
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) --constraint requirements/dev.txt -o requirements/runtime.txt
 
 clean:
