@@ -7,13 +7,14 @@ STAMP := $(VENV)/.installed
 DEMO_DIR := .docquery/demo
 DEMO_Q ?= How many days do I have to submit an expense report?
 
-.PHONY: setup demo test lint typecheck unit clean
+.PHONY: setup demo test lint typecheck imports unit lock clean
 
-# torch is pinned in the same pip command: unpinned, pip pulls a 5.5 GB CUDA build.
-$(STAMP): pyproject.toml scripts/setup-tools.sh
+# Installs exactly the hash-locked set (requirements/dev.txt: runtime + dev, torch's CPU build from
+# /opt/wheels), then the project itself without resolving anything (docs/dependencies.md).
+$(STAMP): requirements/dev.txt pyproject.toml scripts/setup-tools.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "torch==2.13.0" -e ".[dev]"
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/dev.txt
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	bash scripts/setup-tools.sh
 	touch $(STAMP)
 
@@ -32,8 +33,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) lint typecheck
+# The layering contracts in pyproject.toml ([tool.importlinter]).
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+test: $(STAMP) lint typecheck imports
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
+
+# Fast: unit tests only, none that loads the embedding model or starts OpenBao or a server.
+unit: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q tests/unit -m "not model and not openbao and not slow"
+
+# Regenerates the hash-locked sets from pyproject.toml; pins already in them are kept unless
+# UPGRADE="--upgrade" (or --upgrade-package NAME) is given. Needs PyPI and /opt/wheels.
+# runtime.txt is resolved within dev.txt (its pins and its --find-links), so the two never disagree.
+LOCK_FLAGS = --constraint requirements/constraints.txt --emit-find-links --generate-hashes \
+	--python-version 3.11.7 --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" -q
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --find-links /opt/wheels $(LOCK_FLAGS) $(UPGRADE) \
+		-o requirements/dev.txt
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) --constraint requirements/dev.txt -o requirements/runtime.txt
 
 clean:
 	rm -rf $(VENV) .venv-tools .docquery .pytest_cache .mypy_cache .ruff_cache

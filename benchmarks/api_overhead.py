@@ -2,7 +2,7 @@
 
 Setup (all on 127.0.0.1, all real processes):
 
-* the vLLM stand-in (tests/standins/openai_server.py; not vLLM) with a fixed
+* the vLLM stand-in (tests/support/standins/openai_server.py; not vLLM) with a fixed
   delay before the first token, serving chat completions and embeddings;
 * 10,000 chunks written into an embedded Edge collection, with the stand-in's
   own deterministic vectors (so the service's remote embedder agrees);
@@ -47,7 +47,7 @@ from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_ti
 from docquery.collection import chunk_point_id  # noqa: E402
 from docquery.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
 from docquery.index import open_edge  # noqa: E402
-from tests.standins.openai_server import hash_vector  # noqa: E402
+from tests.support.standins.openai_server import hash_vector  # noqa: E402
 
 DIM = 384
 EMBED_MODEL = "standin-embed"
@@ -357,7 +357,7 @@ def write_secrets(work: Path) -> Path:
 
 
 def start_standin(delay: float) -> tuple[subprocess.Popen[bytes], str]:
-    cmd = [sys.executable, "-m", "tests.standins.openai_server", "--port", "0", "--delay", str(delay)]
+    cmd = [sys.executable, "-m", "tests.support.standins.openai_server", "--port", "0", "--delay", str(delay)]
     cmd += ["--api-key", LLM_KEY, "--dim", str(DIM), "--chunks", "8"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE)
     assert proc.stdout is not None

@@ -20,6 +20,7 @@ from docquery.domain import Answer, Principal
 from docquery.errors import DocQueryError
 from docquery.evaluation.cli import register as register_eval
 from docquery.settings import Settings, SettingsError, load_settings
+from docquery.settings_report import register as register_config
 from docquery.wiring import Components, build_components
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_cmd_serve)
 
     register_eval(sub)
+    register_config(sub)
 
     for ep in entry_points(group="docquery.commands"):
         ep.load()(sub)

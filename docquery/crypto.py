@@ -51,8 +51,8 @@ from docquery.errors import DocQueryError
 from docquery.secrets import Clock, SecretsError
 
 if TYPE_CHECKING:
+    from docquery.secrets.vault import VaultSession
     from docquery.settings import Settings
-    from docquery.vault import VaultSession
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class TransitDataKeys:
         self._key = key
 
     def generate(self) -> tuple[bytes, str]:
-        from docquery.vault import VaultError
+        from docquery.secrets.vault import VaultError
 
         try:
             resp = self._session.call(
@@ -172,7 +172,7 @@ class TransitDataKeys:
         return plaintext, str(data["ciphertext"])
 
     def unwrap(self, wrapped: str) -> bytes:
-        from docquery.vault import VaultError
+        from docquery.secrets.vault import VaultError
 
         try:
             resp = self._session.call(
@@ -371,7 +371,7 @@ def build_envelope_cipher(
     if not enc.enabled:
         return None
     if session is None:
-        from docquery.vault import VaultSession
+        from docquery.secrets.vault import VaultSession
 
         url = enc.vault_url or settings.vault.url
         if not url:

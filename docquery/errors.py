@@ -9,7 +9,7 @@
      │    ├── GeneratorUnavailable  down, refused, timed out
      │    └── GeneratorOverloaded   too many calls in flight, or upstream 429/503
      ├── SecretsError           (docquery.secrets) a secret is missing, malformed or refused
-     │    └── VaultError          (docquery.vault) login, renewal or read failed
+     │    └── VaultError          (docquery.secrets.vault) login, renewal or read failed
      └── CryptoError            (docquery.crypto) envelope encryption
           ├── DecryptionError     a token does not decrypt (tampered, moved, wrong key)
           └── KeyUnavailableError Transit unreachable or denied

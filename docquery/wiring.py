@@ -11,10 +11,18 @@ from dataclasses import dataclass
 
 from docquery.errors import ConfigError
 from docquery.index.fusion import FusionParams
-from docquery.ports import Embedder, Generator, IndexAdapter, KeyProvider
+from docquery.ports import Embedder, Generator, IndexAdapter
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
-from docquery.secrets import SecretSource, build_secret_source, secret_getter
+from docquery.secrets import (
+    EMBEDDER_API_KEY,
+    LLM_API_KEY,
+    QDRANT_API_KEY,
+    KeyProvider,
+    SecretSource,
+    build_secret_source,
+    secret_getter,
+)
 from docquery.settings import Settings
 
 
@@ -158,13 +166,13 @@ class Components:
         await self.index.aclose()
 
 
-def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
-    source = secrets or build_secret_source(settings)
-    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, "embedder-api-key"))
-
-
 def _no_key() -> None:
     return None
+
+
+def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
+    source = secrets or build_secret_source(settings)
+    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, EMBEDDER_API_KEY))
 
 
 def build_index(
@@ -178,7 +186,7 @@ def build_index(
     """
     kind = index_kind(settings)
     # The embedded engine takes no key, so it needs no secret source (a Vault KV path, say).
-    keys = secret_getter(secrets or build_secret_source(settings), "qdrant-api-key") if kind == "server" else _no_key
+    keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY) if kind == "server" else _no_key
     index = INDEXES[kind](settings, embedder, collection or settings.qdrant.collection, keys)
     if settings.encryption.enabled:
         from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
@@ -203,13 +211,14 @@ def build_components(
     index: IndexAdapter | None = None,
     generator: Generator | None = None,
     collection: str | None = None,
+    secrets: SecretSource | None = None,
 ) -> Components:
     # Keys are read through the secret source on every call, so a rotated
     # Vault-rendered file takes effect without a restart.
-    secrets = build_secret_source(settings)
+    secrets = secrets or build_secret_source(settings)
     embedder = embedder or build_embedder(settings, secrets)
     index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
-    generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, "llm-api-key"))
+    generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, LLM_API_KEY))
     pipeline = RagPipeline(
         embedder=embedder,
         index=index,

@@ -13,13 +13,25 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from docquery.settings import Settings
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 # Property tests draw the same examples on every run, so the suite is deterministic; set
 # HYPOTHESIS_PROFILE=explore to draw new ones (and keep failures in .hypothesis/).
 hypothesis_settings.register_profile("deterministic", derandomize=True, database=None)
 hypothesis_settings.register_profile("explore")
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+# Fixtures that bring up a heavy real component -> the marker that says so (`make unit` deselects them).
+_MARKER_OF_FIXTURE = {"local_embedder": "model", "bao": "openbao"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            marker = _MARKER_OF_FIXTURE.get(fixture)
+            if marker is not None:
+                item.add_marker(marker)
 
 
 @pytest.fixture(autouse=True)

@@ -30,8 +30,8 @@ from docquery.index import QdrantIndex, open_edge
 from docquery.ports import Generator
 from docquery.settings import Settings
 from docquery.wiring import Components, build_components
-from tests.fakes import HashEmbedder
-from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
+from tests.support.fakes import HashEmbedder
+from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 ISSUER = "https://idp.test.example"
 AUDIENCE = "docquery-api"

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from docquery.collection import PUBLIC_GROUP
 from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
-from tests.fakes import AsyncHashEmbedder, HashEmbedder
+from tests.support.fakes import AsyncHashEmbedder, HashEmbedder
 
 GROUPS = ["eng", "hr", "fin", "legal"]
 WORDS = ["policy", "salary", "leave", "budget", "contract", "security", "laptop", "travel", "bonus", "audit"]

@@ -9,12 +9,15 @@ from pathlib import Path
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
 
 from docquery.api.app import create_app
 from docquery.cli import main as cli_main
 from docquery.errors import ConfigError
+from docquery.secrets import FileSecretSource
 from docquery.settings import Settings
 from tests.api.conftest import AUDIENCE, ISSUER, KEYS, Harness, JwtIssuer, bearer, write_api_keys
+from tests.support.clock import ManualClock
 
 QUERY = {"question": "what is the vacation policy"}
 
@@ -156,16 +159,17 @@ def test_request_body_cannot_widen_acl(h: Harness) -> None:
     assert r.status_code == 422
 
 
-def test_api_key_rotation_is_picked_up(h: Harness) -> None:
-    assert h.client.get("/v1/models", headers=bearer("tok-alice-eng")).status_code == 200
-    try:
-        write_api_keys(h.secrets_dir, {"tok-new": ("alice", ["eng"], ["query"])})
-        time.sleep(0.3)  # the file source stats at most every 250 ms
-        assert h.client.get("/v1/models", headers=bearer("tok-alice-eng")).status_code == 401
-        assert h.client.get("/v1/models", headers=bearer("tok-new")).status_code == 200
-    finally:
-        write_api_keys(h.secrets_dir, KEYS)
-        time.sleep(0.3)
+def test_api_key_rotation_is_picked_up(h: Harness, tmp_path: Path) -> None:
+    """On a test clock: the new file is seen exactly one stat interval later, with no restart."""
+    clock = ManualClock()
+    write_api_keys(tmp_path, KEYS)
+    app = create_app(h.settings, components=h.components, secrets=FileSecretSource(tmp_path, clock=clock))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/v1/models", headers=bearer("tok-alice-eng")).status_code == 200
+        write_api_keys(tmp_path, {"tok-new": ("alice", ["eng"], ["query"])})
+        clock.advance(0.25)  # the file source stats at most every 250 ms
+        assert client.get("/v1/models", headers=bearer("tok-alice-eng")).status_code == 401
+        assert client.get("/v1/models", headers=bearer("tok-new")).status_code == 200
 
 
 def test_prod_refuses_to_start_without_auth(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
-from tests.standins.openai_server import StandInOpenAIServer
+from tests.support.standins.openai_server import StandInOpenAIServer
 
 CANARY = "zqcanaryb7e1d4f09c"  # one lowercase word: embedders and BM25 keep it whole
 AUTH = bearer("tok-alice-eng")

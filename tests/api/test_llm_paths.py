@@ -16,7 +16,7 @@ import pytest
 from docquery.ports import Generator
 from docquery.rag.prompting import REFUSAL
 from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
-from tests.standins.openai_server import StandInOpenAIServer
+from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")
 Q = {"question": "how many vacation days of paid leave"}

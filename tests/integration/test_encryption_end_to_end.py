@@ -18,7 +18,7 @@ from docquery.crypto import DecryptionError, EnvelopeCipher
 from docquery.domain import AclFilter, Chunk, IndexedChunk
 from docquery.settings import Settings
 from docquery.wiring import build_index
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Bao

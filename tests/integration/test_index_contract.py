@@ -27,7 +27,7 @@ from docquery.errors import VectorIndexError
 from docquery.index import FusionParams, open_edge, open_server
 from docquery.index.engine import Where
 from docquery.ports import IndexAdapter, SearchMode
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 BACKENDS = ("edge", "server")
 MODES: tuple[SearchMode, ...] = ("dense", "sparse", "hybrid")

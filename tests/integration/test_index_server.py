@@ -20,7 +20,7 @@ from docquery.domain import AclFilter
 from docquery.errors import VectorIndexError
 from docquery.index import QdrantIndex, open_server
 from docquery.index.server import ServerEngine
-from tests.standins.qdrant_rest import StandInQdrant
+from tests.support.standins.qdrant_rest import StandInQdrant
 
 pytestmark = pytest.mark.filterwarnings("ignore:Auth token provider is used with an insecure connection")
 

@@ -26,7 +26,7 @@ from docquery.settings import Settings
 from docquery.wiring import build_index
 from ingest.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
-from tests.ingest_fixtures import ModelStandIn, index_state, scifact_docs, write
+from tests.support.ingest_fixtures import ModelStandIn, index_state, scifact_docs, write
 
 pytestmark = pytest.mark.slow
 _WRITTEN = re.compile(r"chunks written (\d+)")

@@ -20,7 +20,7 @@ from docquery.domain import AclFilter
 from docquery.settings import Settings
 from ingest.acl import ACL_FILE
 from ingest.cli import run as cli_run
-from tests.ingest_fixtures import (
+from tests.support.ingest_fixtures import (
     IngestEnv,
     ingest_env,
     make_docx,

@@ -7,7 +7,7 @@ from pathlib import Path
 from docquery.settings import Settings
 from docquery.wiring import build_index
 from ingest.discover import Shard
-from tests.ingest_fixtures import CountingEmbedder, IngestEnv, index_state, ingest_env, write
+from tests.support.ingest_fixtures import CountingEmbedder, IngestEnv, index_state, ingest_env, write
 
 __all__ = ["ingest_env"]
 

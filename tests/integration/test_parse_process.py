@@ -28,8 +28,8 @@ from ingest.plan import build_plan
 from ingest.progress import NullProgress
 from ingest.report import Report
 from ingest.stream import StreamConfig, index_documents
-from tests.ingest_fixtures import IngestEnv, ingest_env, make_docx, make_encrypted_pdf, make_pdf, write
-from tests.parse_scripts import CANARY, Scripted, real_config
+from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_docx, make_encrypted_pdf, make_pdf, write
+from tests.support.parse_scripts import CANARY, Scripted, real_config
 
 __all__ = ["ingest_env"]
 
@@ -168,7 +168,7 @@ def test_the_parse_process_dies_with_a_killed_ingest(tmp_path: Path) -> None:
         from pathlib import Path
         sys.path.insert(0, {str(REPO)!r})
         from tests.integration.test_parse_process import planned_docs
-        from tests.parse_scripts import Scripted, real_config
+        from tests.support.parse_scripts import Scripted, real_config
         from ingest.parsing import in_process
         outcomes = in_process(planned_docs(Path({str(tmp_path)!r})), Scripted(real_config()),
                               timeout_s=600, stop=threading.Event())

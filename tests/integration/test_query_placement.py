@@ -42,9 +42,9 @@ from docquery.index import QdrantIndex, open_edge, open_server
 from docquery.ports import IndexAdapter
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig, Trace
 from docquery.rag.sanitize import Sanitizer
-from tests.fakes import HashEmbedder
 from tests.integration.test_index_contract import make_chunk
-from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
+from tests.support.fakes import HashEmbedder
+from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 DIM = 64
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import hvac  # type: ignore[import-untyped]
 import pytest
 
-from docquery.secrets import build_secret_source
+from docquery.secrets import MissingSecretError, build_secret_source, secret_getter
+from docquery.secrets.vault import Login, VaultError, VaultSecretSource, VaultSession
 from docquery.settings import Settings
-from docquery.vault import Login, VaultError, VaultSecretSource, VaultSession
 
 if TYPE_CHECKING:
     from conftest import Bao
@@ -192,3 +192,46 @@ def test_build_secret_source_picks_vault(bao: Bao) -> None:
     value = source.get_text("llm-api-key")
     assert value is not None
     assert value.get_secret_value() == bao.kv_secrets["query"]["llm-api-key"]
+
+
+def test_prod_with_vault_and_a_qdrant_url_reads_the_key_from_vault_not_a_file(bao: Bao, tmp_path: Path) -> None:
+    """#22.3: the Qdrant key used to come from the settings snapshot (a file only); now through the source."""
+    jwt_file = bao.write_sa_jwt("docquery-query")
+    vault = {
+        "url": bao.url,
+        "auth_method": "jwt",
+        "auth_mount": "jwt",
+        "role": "docquery-query",
+        "jwt_path": str(jwt_file),
+        "kv_path": "docquery/query",
+    }
+    settings = Settings(
+        profile="prod",
+        secrets_dir=tmp_path / "no-files-here",
+        vault=vault,
+        qdrant={"url": "https://qdrant:6333"},
+        llm={"base_url": "http://vllm:8000/v1"},
+    )
+    source = build_secret_source(settings, environ={})
+    key = secret_getter(source, "qdrant-api-key")()
+    assert key is not None
+    assert key.get_secret_value() == bao.kv_secrets["query"]["qdrant-read-only-key"]
+
+
+def test_prod_with_vault_refuses_a_required_secret_vault_lacks(bao: Bao, tmp_path: Path) -> None:
+    jwt_file = bao.write_sa_jwt("docquery-query")
+    settings = Settings(
+        profile="prod",
+        secrets_dir=tmp_path,
+        vault={
+            "url": bao.url,
+            "auth_method": "jwt",
+            "auth_mount": "jwt",
+            "role": "docquery-query",
+            "jwt_path": str(jwt_file),
+            "kv_path": "docquery/query",
+        },
+        embedder={"kind": "openai", "base_url": "http://tei/v1"},  # the query role has no embedder key
+    )
+    with pytest.raises(MissingSecretError, match="embedder-api-key"):
+        build_secret_source(settings, environ={})

@@ -24,7 +24,7 @@ from docquery.crypto import (
     meta_fields_for,
     rotate_transit_key,
 )
-from docquery.vault import Login, VaultSession
+from docquery.secrets.vault import Login, VaultSession
 
 if TYPE_CHECKING:
     from conftest import Bao

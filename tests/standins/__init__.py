@@ -1,5 +1,1 @@
-"""Stand-ins for upstream services that cannot run here (vLLM needs a GPU).
-
-Each speaks the upstream's exact HTTP protocol on 127.0.0.1 and is named a
-stand-in wherever it is used, so no test pretends to run the real thing.
-"""
+"""Moved to tests/support/standins/; these re-exports keep the old import paths working."""

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from docquery.adapters.openai_embedder import OpenAIEmbedder
 from docquery.errors import EmbedderError
 from docquery.ports import Embedder
-from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
+from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
 
 CANARY = "CANARY-5b1d04-embedding-text"
 

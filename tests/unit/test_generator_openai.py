@@ -1,6 +1,6 @@
 """OpenAIChatGenerator over real HTTP against the vLLM stand-in on 127.0.0.1.
 
-The stand-in (tests/standins/openai_server.py) is not vLLM; it speaks its
+The stand-in (tests/support/standins/openai_server.py) is not vLLM; it speaks its
 OpenAI-compatible protocol, including SSE framing and connection drops.
 """
 
@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from docquery.adapters.openai_chat import OpenAIChatGenerator
 from docquery.domain import Prompt
 from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
-from tests.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
+from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CANARY = "CANARY-7f3e9c-upstream-echo"
 

@@ -10,7 +10,7 @@ from docquery.collection import PUBLIC_GROUP
 from ingest.acl import ACL_FILE, AclResolver
 from ingest.discover import Filters, Shard, discover, parse_shard, shard_of
 from ingest.model import UsageError
-from tests.ingest_fixtures import write
+from tests.support.ingest_fixtures import write
 
 
 def _tree(root: Path) -> None:

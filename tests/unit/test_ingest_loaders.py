@@ -9,7 +9,7 @@ import pytest
 
 from ingest.loaders import Limits, load
 from ingest.model import FileRejected
-from tests.ingest_fixtures import make_docx, make_encrypted_pdf, make_pdf, make_zip_bomb_docx
+from tests.support.ingest_fixtures import make_docx, make_encrypted_pdf, make_pdf, make_zip_bomb_docx
 
 LIMITS = Limits(max_file_bytes=10_000_000, max_expanded_bytes=1_000_000)
 

@@ -17,7 +17,7 @@ from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, ranked, r
 from docquery.evaluation.progress import LineProgress
 from docquery.evaluation.runner import EvalConfig, chunk_corpus, run_eval
 from docquery.settings import Settings
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 
 # -- metrics -----------------------------------------------------------------------

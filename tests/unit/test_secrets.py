@@ -9,19 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from docquery.envvars import env_var_for
 from docquery.secrets import (
     EnvSecretRefusedError,
     EnvSecretSource,
     FallbackSecretSource,
     FileSecretSource,
+    MissingSecretError,
     SecretFormatError,
     SecretSource,
     build_secret_source,
-    env_var_for,
     refuse_env_secrets,
     secret_getter,
 )
-from docquery.settings import Settings, SettingsError
+from docquery.settings import Settings
 
 
 class Clock:
@@ -272,16 +273,6 @@ def test_factory_refuses_env_secret_in_prod(tmp_path: Path, var: str) -> None:
     assert "some-value" not in str(err.value)
 
 
-def test_settings_refuse_env_secret_in_prod_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both doors are shut: the settings loader and the secrets module."""
-    monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
-    monkeypatch.setenv("DOCQUERY_LLM__API_KEY", "sk-prod-SECRET")
-    with pytest.raises(SettingsError) as err:
-        Settings()
-    assert "DOCQUERY_LLM__API_KEY" in str(err.value)
-    assert "sk-prod" not in str(err.value)
-
-
 def test_refuse_env_secrets_ignores_non_secret_vars() -> None:
     refuse_env_secrets("prod", {"DOCQUERY_LLM__BASE_URL": "http://vllm:8000/v1", "DOCQUERY_PROFILE": "prod"})
 
@@ -305,3 +296,44 @@ def test_factory_dev_falls_back_to_env_with_file_winning(tmp_path: Path) -> None
     assert llm.get_secret_value() == "from-file"
     assert qdrant.get_secret_value() == "qdrant-from-env"
     assert source.get_text("embedder-api-key") is None
+
+
+# -- prod: required secrets are checked where the source is built ---------------------
+
+PROD_NEEDS = [
+    ({"llm": {"base_url": "http://vllm:8000/v1"}}, "llm-api-key"),
+    ({"qdrant": {"url": "https://qdrant:6333"}}, "qdrant-api-key"),
+    ({"embedder": {"kind": "openai", "base_url": "http://tei:80/v1"}}, "embedder-api-key"),
+]
+
+
+@pytest.mark.parametrize("content", [None, "", "  \n", "changeme", "PLACEHOLDER", "Dummy"])
+@pytest.mark.parametrize(("config", "name"), PROD_NEEDS)
+def test_prod_refuses_a_missing_or_placeholder_required_secret(
+    tmp_path: Path, config: dict[str, dict[str, str]], name: str, content: str | None
+) -> None:
+    if content is not None:
+        (tmp_path / name).write_text(content)
+    settings = Settings(profile="prod", secrets_dir=tmp_path, **config)
+    with pytest.raises(MissingSecretError) as err:
+        build_secret_source(settings, environ={})
+    assert name in str(err.value)
+    assert str(tmp_path / name) in str(err.value)
+    if content and content.strip():
+        assert content.strip() not in str(err.value)
+
+
+@pytest.mark.parametrize(("config", "name"), PROD_NEEDS)
+def test_prod_starts_with_the_required_secret_in_its_file(
+    tmp_path: Path, config: dict[str, dict[str, str]], name: str
+) -> None:
+    (tmp_path / name).write_text("a-real-key\n")
+    source = build_secret_source(Settings(profile="prod", secrets_dir=tmp_path, **config), environ={})
+    value = source.get_text(name)
+    assert value is not None
+    assert value.get_secret_value() == "a-real-key"
+
+
+def test_dev_does_not_require_secrets(tmp_path: Path) -> None:
+    settings = Settings(secrets_dir=tmp_path, qdrant={"url": "http://qdrant:6333"}, llm={"base_url": "http://x/v1"})
+    assert build_secret_source(settings, environ={}).get_text("qdrant-api-key") is None

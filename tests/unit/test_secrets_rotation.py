@@ -1,13 +1,14 @@
-"""API-key rotation under load through the real file source (no restart).
+"""API-key rotation under load through the real file source (no restart), on a test clock.
 
 Like the Vault Agent, the writer replaces ``api-keys.json`` atomically (write a
 temp file, rename over). Several client threads call ``ApiKeyVerifier.verify``
-continuously:
+continuously while the test moves the source's clock, so the check interval is
+exercised exactly, whatever the machine's speed:
 
 1. the file lists OLD; clients use OLD;
-2. the overlap window: the file lists OLD and NEW; clients keep using OLD until
-   NEW is accepted, then switch to NEW;
-3. the file drops OLD; clients use NEW; a probe measures how long OLD stays valid.
+2. the overlap window: the file lists OLD and NEW; NEW is accepted once the
+   source's check interval has passed; clients then switch to NEW;
+3. the file drops OLD; OLD is refused once the check interval has passed.
 
 A failed request is a client token that the file listed and that was refused.
 """
@@ -16,16 +17,17 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from docquery.apikeys import ApiKeyVerifier, hash_token
 from docquery.secrets import FileSecretSource
+from tests.support.clock import ManualClock
 
 OLD = "dq_old_0123456789abcdef0123456789abcdef"
 NEW = "dq_new_fedcba9876543210fedcba9876543210"
 CLIENTS = 4
+CALLS_PER_PHASE = 50  # per client, counted, so every phase really runs under concurrent load
+CHECK_INTERVAL_S = 0.25
 
 
 def _write_atomically(directory: Path, entries: list[dict[str, object]]) -> None:
@@ -38,69 +40,73 @@ def _entry(key_id: str, token: str) -> dict[str, object]:
     return {"id": key_id, "sha256": hash_token(token), "groups": ["eng"], "roles": ["query"]}
 
 
-def _wait_until(predicate: Callable[[], bool], timeout_s: float) -> float:
-    """Seconds until ``predicate()`` is true; fails after ``timeout_s``."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"not true within {timeout_s}s")
-        time.sleep(0.005)
-    return time.monotonic() - start
+class _Load:
+    """Client threads calling ``verify`` with the current token; the test waits on counts, not on time."""
 
+    def __init__(self, verifier: ApiKeyVerifier) -> None:
+        self._verifier = verifier
+        self.token = OLD
+        self.failed = 0
+        self._calls = [0] * CLIENTS
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._client, args=(i,)) for i in range(CLIENTS)]
 
-def test_rotation_under_load_refuses_old_within_2s_and_fails_nothing(tmp_path: Path) -> None:
-    _write_atomically(tmp_path, [_entry("ci", OLD)])
-    verifier = ApiKeyVerifier(FileSecretSource(tmp_path))  # default 250 ms stat interval
-    current = [OLD]  # the token clients send now
-    stop = threading.Event()
-    counts = {"requests": 0, "failed": 0}
-    lock = threading.Lock()
+    def __enter__(self) -> _Load:
+        for t in self._threads:
+            t.start()
+        return self
 
-    def client() -> None:
-        done = failed = 0
-        while not stop.is_set():
-            if verifier.verify(current[0]) is None:
-                failed += 1
-            done += 1
-        with lock:
-            counts["requests"] += done
-            counts["failed"] += failed
-
-    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    try:
-        time.sleep(0.2)
-        # Overlap window: both listed. NEW becomes valid; OLD must never fail meanwhile.
-        _write_atomically(tmp_path, [_entry("ci", OLD), _entry("ci", NEW)])
-        new_accepted_s = _wait_until(lambda: verifier.verify(NEW) is not None, 2.0)
-        current[0] = NEW
-        time.sleep(0.2)
-        # Drop OLD: it must be refused within 2 s; clients on NEW keep working.
-        _write_atomically(tmp_path, [_entry("ci", NEW)])
-        old_refused_s = _wait_until(lambda: verifier.verify(OLD) is None, 2.0)
-        # And it stays refused (no flapping back to a stale table).
-        for _ in range(50):
-            assert verifier.verify(OLD) is None
-            time.sleep(0.01)
-    finally:
-        stop.set()
-        for t in threads:
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
             t.join()
 
-    print(  # surfaced with -s; the figures quoted in the report
-        f"rotation: {counts['requests']} requests from {CLIENTS} threads, {counts['failed']} failed; "
-        f"new accepted after {new_accepted_s * 1000:.0f} ms, old refused after {old_refused_s * 1000:.0f} ms"
-    )
-    assert counts["failed"] == 0
-    assert counts["requests"] > 1000
-    assert new_accepted_s < 2.0
-    assert old_refused_s < 2.0
+    def _client(self, i: int) -> None:
+        while not self._stop.is_set():
+            ok = self._verifier.verify(self.token) is not None
+            with self._changed:
+                self.failed += not ok
+                self._calls[i] += 1
+                self._changed.notify_all()
+
+    def run_phase(self) -> None:
+        """Return once every client has made CALLS_PER_PHASE more calls."""
+        with self._changed:
+            target = [c + CALLS_PER_PHASE for c in self._calls]
+            assert self._changed.wait_for(lambda: all(c >= t for c, t in zip(self._calls, target, strict=True)), 30)
+
+
+def test_rotation_under_load_takes_one_check_interval_and_fails_nothing(tmp_path: Path) -> None:
+    _write_atomically(tmp_path, [_entry("ci", OLD)])
+    clock = ManualClock()
+    verifier = ApiKeyVerifier(FileSecretSource(tmp_path, check_interval_s=CHECK_INTERVAL_S, clock=clock))
+    with _Load(verifier) as load:
+        load.run_phase()
+        # Overlap window: both listed. NEW becomes valid one check interval later; OLD never fails meanwhile.
+        _write_atomically(tmp_path, [_entry("ci", OLD), _entry("ci", NEW)])
+        clock.advance(CHECK_INTERVAL_S / 2)
+        load.run_phase()
+        assert verifier.verify(NEW) is None  # within the interval the source has not looked yet
+        clock.advance(CHECK_INTERVAL_S / 2)
+        assert verifier.verify(NEW) is not None
+        load.token = NEW
+        load.run_phase()
+        # Drop OLD: refused one check interval later; clients on NEW keep working.
+        _write_atomically(tmp_path, [_entry("ci", NEW)])
+        clock.advance(CHECK_INTERVAL_S)
+        assert verifier.verify(OLD) is None
+        load.run_phase()
+        # And it stays refused (no flapping back to a stale table), however far the clock moves.
+        for _ in range(20):
+            clock.advance(CHECK_INTERVAL_S)
+            assert verifier.verify(OLD) is None
+        load.run_phase()
+    assert load.failed == 0
 
 
 def test_kubernetes_style_symlink_swap_is_picked_up(tmp_path: Path) -> None:
     """Kubernetes secret/projected volumes swap a ``..data`` symlink instead of renaming files."""
-    now = [0.0]
     v1, v2 = tmp_path / "..v1", tmp_path / "..v2"
     v1.mkdir()
     v2.mkdir()
@@ -109,14 +115,15 @@ def test_kubernetes_style_symlink_swap_is_picked_up(tmp_path: Path) -> None:
     data = tmp_path / "..data"
     data.symlink_to(v1.name)
     (tmp_path / "llm-api-key").symlink_to("..data/llm-api-key")
-    source = FileSecretSource(tmp_path, clock=lambda: now[0])
+    clock = ManualClock()
+    source = FileSecretSource(tmp_path, clock=clock)
     first = source.get_text("llm-api-key")
     assert first is not None
     assert first.get_secret_value() == "key-one"
     tmp_link = tmp_path / "..data_tmp"
     tmp_link.symlink_to(v2.name)
     tmp_link.replace(data)
-    now[0] = 0.3
+    clock.advance(0.3)
     second = source.get_text("llm-api-key")
     assert second is not None
     assert second.get_secret_value() == "key-two"

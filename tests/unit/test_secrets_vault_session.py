@@ -11,7 +11,7 @@ import pytest
 from hvac import exceptions as hvac_exc  # type: ignore[import-untyped, unused-ignore]
 
 from docquery.secrets import SecretsError, SecretUnavailableError
-from docquery.vault import Login, VaultError, VaultSecretSource, VaultSession
+from docquery.secrets.vault import Login, VaultError, VaultSecretSource, VaultSession
 
 
 class FakeVault:

@@ -1,4 +1,4 @@
-"""Settings: profiles, nesting, secrets from files, prod refusing env secrets, no secret in repr."""
+"""Settings: profiles, nesting, no secret in the model, invalid values named without their value."""
 
 from __future__ import annotations
 
@@ -31,72 +31,31 @@ def test_env_prefix_and_double_underscore_nesting(monkeypatch: pytest.MonkeyPatc
     assert s.llm.model == "served-model"
 
 
-def test_secrets_are_read_from_files_in_the_secrets_dir(secrets_dir: Path) -> None:
-    (secrets_dir / "llm-api-key").write_text("llm-key-from-vault\n")
-    (secrets_dir / "qdrant-api-key").write_text("qdrant-key-from-vault")
-    s = Settings(secrets_dir=secrets_dir)
-    assert s.llm.api_key is not None and s.llm.api_key.get_secret_value() == "llm-key-from-vault"
-    assert s.qdrant.api_key is not None and s.qdrant.api_key.get_secret_value() == "qdrant-key-from-vault"
-
-
-def test_secrets_dir_from_env(monkeypatch: pytest.MonkeyPatch, secrets_dir: Path) -> None:
-    (secrets_dir / "llm-api-key").write_text("k1")
-    monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(secrets_dir))
-    s = Settings()
-    assert s.llm.api_key is not None and s.llm.api_key.get_secret_value() == "k1"
-
-
-def test_repr_and_dump_show_no_secret(secrets_dir: Path) -> None:
+def test_the_model_holds_no_secret(secrets_dir: Path) -> None:
+    """Secrets are read through docquery.secrets on use; settings never carry a copy."""
     (secrets_dir / "llm-api-key").write_text("sk-super-secret-value")
     s = Settings(secrets_dir=secrets_dir)
     assert "sk-super-secret-value" not in repr(s)
-    assert "sk-super-secret-value" not in str(s)
     assert "sk-super-secret-value" not in s.model_dump_json()
+    dumped = s.model_dump()
+    assert all("api_key" not in section for section in dumped.values() if isinstance(section, dict))
 
 
-def test_dev_allows_env_secret_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch, secrets_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv("DOCQUERY_LLM__API_KEY", "from-env")
-    s = Settings(secrets_dir=secrets_dir)
-    assert s.llm.api_key is not None and s.llm.api_key.get_secret_value() == "from-env"
-    assert any("DOCQUERY_LLM__API_KEY" in r.getMessage() for r in caplog.records)
-    assert all("from-env" not in r.getMessage() for r in caplog.records)
-
-
-@pytest.mark.parametrize("var", ["DOCQUERY_LLM__API_KEY", "DOCQUERY_QDRANT__API_KEY", "DOCQUERY_EMBEDDER__API_KEY"])
-def test_prod_refuses_env_secrets_and_names_the_variable(
-    monkeypatch: pytest.MonkeyPatch, secrets_dir: Path, var: str
-) -> None:
-    monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
-    monkeypatch.setenv(var, "leaky-value")
-    with pytest.raises(SettingsError) as info:
-        Settings(secrets_dir=secrets_dir)
-    assert var in str(info.value)
-    assert "leaky-value" not in str(info.value)
-
-
-def test_prod_accepts_secrets_from_files(monkeypatch: pytest.MonkeyPatch, secrets_dir: Path) -> None:
-    (secrets_dir / "llm-api-key").write_text("a-real-key")
-    monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
-    monkeypatch.setenv("DOCQUERY_LLM__BASE_URL", "http://vllm:8000/v1")
-    s = Settings(secrets_dir=secrets_dir)
-    assert s.is_prod
-    assert s.llm.api_key is not None
-
-
-@pytest.mark.parametrize("content", [None, "", "changeme", "PLACEHOLDER"])
-def test_prod_refuses_missing_or_placeholder_secrets(
-    monkeypatch: pytest.MonkeyPatch, secrets_dir: Path, content: str | None
-) -> None:
-    if content is not None:
-        (secrets_dir / "qdrant-api-key").write_text(content)
-    monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
-    monkeypatch.setenv("DOCQUERY_QDRANT__URL", "https://qdrant:6333")
-    with pytest.raises(SettingsError, match="qdrant-api-key"):
-        Settings(secrets_dir=secrets_dir)
+def test_nested_json_form_is_read_for_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCQUERY_LLM", '{"base_url": "http://vllm:8000/v1", "model": "m"}')
+    s = Settings(secrets_dir=tmp_path)
+    assert s.llm.base_url == "http://vllm:8000/v1"
+    assert s.llm.model == "m"
 
 
 def test_invalid_values_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="top_k"):
         Settings(secrets_dir=tmp_path, retrieval={"top_k": 0})
+
+
+def test_invalid_value_error_does_not_echo_the_value(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "not-a-port-SECRETISH")
+    with pytest.raises(SettingsError) as info:
+        Settings(secrets_dir=tmp_path)
+    assert "metrics_port" in str(info.value)
+    assert "SECRETISH" not in str(info.value)

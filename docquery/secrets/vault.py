@@ -32,7 +32,7 @@ import hvac  # type: ignore[import-untyped, unused-ignore]
 from hvac import exceptions as hvac_exc
 from pydantic import SecretStr
 
-from docquery.secrets import (
+from docquery.secrets.base import (
     Clock,
     SecretFormatError,
     SecretsError,
@@ -50,6 +50,19 @@ T = TypeVar("T")
 # KV secret key differs from the file name the agent renders (CONTRACT.md vs policy paths).
 KV_ALIASES: dict[str, dict[str, str]] = {"query": {"qdrant-api-key": "qdrant-read-only-key"}}
 KV_VALUE_FIELD = "value"
+
+
+def kv_key(kv_path: str, name: str) -> str:
+    """The KV key of secret ``name``: the file name without ``.json``, after :data:`KV_ALIASES`."""
+    check_secret_name(name)
+    aliases = KV_ALIASES.get(kv_path.strip("/").rsplit("/", 1)[-1], {})
+    return aliases.get(name, name.removesuffix(".json"))
+
+
+def kv_location(settings: Settings, name: str) -> str:
+    """``<mount>/<kv_path>/<key>`` of secret ``name``, for messages (no value, no token)."""
+    path = (settings.vault.kv_path or "").strip("/")
+    return f"{settings.vault.kv_mount}/{path}/{kv_key(path, name)}"
 
 
 class VaultError(SecretUnavailableError):
@@ -306,10 +319,6 @@ class VaultSecretSource:
         return cls(
             VaultSession.from_settings(settings), kv_path=settings.vault.kv_path, kv_mount=settings.vault.kv_mount
         )
-
-    @property
-    def session(self) -> VaultSession:
-        return self._session
 
     def kv_key(self, name: str) -> str:
         check_secret_name(name)

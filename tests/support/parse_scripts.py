@@ -1,0 +1,52 @@
+"""Misbehaving ``prepare`` functions for the parse-process tests. They run inside the parse
+process, so they live in a module it can import, and they pickle (a class at module level)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+from docquery.chunking import ChunkSpec, RegexTokenizer
+from ingest.loaders import Limits
+from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+from ingest.prepare import PrepareConfig, prepare
+
+CANARY = "CANARY-7f3a parse error text"
+
+
+def real_config() -> PrepareConfig:
+    return PrepareConfig(
+        limits=Limits(max_file_bytes=1_000_000, max_expanded_bytes=10_000_000),
+        spec=ChunkSpec(200, 30),
+        quarantine_flagged=True,
+        pipeline_fingerprint="test",
+        ingested_at="2026-11-30T00:00:00+00:00",
+    )
+
+
+@dataclass(frozen=True)
+class Scripted:
+    """Prepares a file for real, unless its name (before the suffix) says otherwise:
+    ``segv`` dies of SIGSEGV, ``exit7`` exits with code 7, ``hang`` sleeps for an hour,
+    ``raise`` raises with file-like text in the message, ``reject`` is a FileRejected, and
+    ``whoami`` is rejected with the id of the process that parsed it."""
+
+    cfg: PrepareConfig
+
+    def __call__(self, planned: PlannedDoc) -> PreparedDoc:
+        stem = planned.source.path.stem
+        if stem == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        elif stem == "exit7":
+            os._exit(7)
+        elif stem == "hang":
+            time.sleep(3600)
+        elif stem == "raise":
+            raise ValueError(CANARY)
+        elif stem == "reject":
+            raise FileRejected("scripted rejection")
+        elif stem == "whoami":
+            raise FileRejected(f"parsed by pid {os.getpid()}")
+        return prepare(planned, RegexTokenizer(), self.cfg)
