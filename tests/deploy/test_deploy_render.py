@@ -91,7 +91,7 @@ def test_vllm_base_shape(renderings: dict[str, Rendering]) -> None:
     c = _containers(d)[0]
     assert c["resources"]["requests"]["nvidia.com/gpu"] == c["resources"]["limits"]["nvidia.com/gpu"] == "1"
     args = " ".join(c["args"])
-    assert "--config=/vault/secrets/vllm-config.yaml" in args
+    assert c["args"][c["args"].index("--config") + 1] == "/vault/secrets/vllm-config.yaml"
     assert "--disable-fastapi-docs" in args and "--enable-log-requests" not in args
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["HF_HUB_OFFLINE"] == "1" and "VLLM_API_KEY" not in env and "VLLM_SERVER_DEV_MODE" not in env
@@ -155,7 +155,7 @@ def test_gpu_dra_component(renderings: dict[str, Rendering]) -> None:
 def test_multinode_vllm_component(renderings: dict[str, Rendering]) -> None:
     r = renderings["component-multinode-vllm"]
     assert not [d for d in r.of_kind("Deployment") if d["metadata"]["name"] == "docquery-vllm"]
-    lws = r.get("LeaderWorkerSet", "docquery-vllm")
+    lws = r.get("LeaderWorkerSet", "docquery-vllm-lws")
     assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
     tmpl = lws["spec"]["leaderWorkerTemplate"]
     assert tmpl["size"] == 2 and tmpl["restartPolicy"] == "RecreateGroupOnPodRestart"
@@ -163,19 +163,19 @@ def test_multinode_vllm_component(renderings: dict[str, Rendering]) -> None:
     assert wl["apiVersion"] == "scheduling.k8s.io/v1beta1"
     group = wl["spec"]["podGroupTemplates"][0]
     assert group["schedulingPolicy"]["gang"]["minCount"] == tmpl["size"]
-    pg = r.get("PodGroup", "docquery-vllm-0")
+    pg = r.get("PodGroup", "docquery-vllm-lws-0")
     assert pg["spec"]["workloadRef"] == {"workloadName": "docquery-vllm", "templateName": group["name"]}
     for part in ("leaderTemplate", "workerTemplate"):
         spec = tmpl[part]["spec"]
-        assert spec["schedulingGroup"]["podGroupName"] == "docquery-vllm-0"
+        assert spec["schedulingGroup"]["podGroupName"] == "docquery-vllm-lws-0"
         labels = tmpl[part]["metadata"]["labels"]
-        assert labels["leaderworkerset.sigs.k8s.io/name"] == "docquery-vllm"
+        assert labels["leaderworkerset.sigs.k8s.io/name"] == "docquery-vllm-lws"
         for c in spec["containers"]:
             assert "@sha256:" in c["image"]
     assert tmpl["leaderTemplate"]["metadata"]["labels"]["app.kubernetes.io/name"] == "docquery-vllm"
     # leader <-> worker: all ports, only between the pods of this LWS
     np = r.get("NetworkPolicy", "docquery-vllm-group")
-    sel = {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "docquery-vllm"}}
+    sel = {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "docquery-vllm-lws"}}
     assert np["spec"]["podSelector"] == sel
     assert np["spec"]["ingress"] == [{"from": [{"podSelector": sel}]}]
     assert np["spec"]["egress"] == [{"to": [{"podSelector": sel}]}]
