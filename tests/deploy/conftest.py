@@ -76,7 +76,7 @@ def renderings(kubectl: Path, workdir: Path) -> dict[str, ds.Rendering]:
     out: dict[str, ds.Rendering] = {}
     scratch = workdir / "kustomizations"
     for name in ds.combos():
-        text = ds.render(kubectl, ds.kustomization_dir(name, scratch))
+        text = ds.render_combo(kubectl, name, scratch)
         target = workdir / "rendered" / name / "all.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
