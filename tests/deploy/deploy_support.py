@@ -104,7 +104,8 @@ def kustomization_dir(name: str, scratch: Path) -> Path:
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
                 # The ingest Job too, so that the components that patch it are seen doing so.
-                "resources": [rel(K8S / "base"), rel(K8S / "base" / "ingest-job")],
+                "resources": [rel(K8S / "base")]
+                + ([rel(K8S / "base" / "ingest-job")] if (K8S / "base" / "ingest-job").is_dir() else []),
                 "components": components,
             }
         )
