@@ -122,6 +122,20 @@ def _mutated(injected: list[dict[str, Any]], how: str) -> dict[str, Any]:
     return pod
 
 
+def _vllm_single_token_config(injected: list[dict[str, Any]]) -> dict[str, Any]:
+    pod = copy.deepcopy(next(p for p in injected if p["metadata"]["name"] == "docquery-vllm-injected"))
+    c = pod["spec"]["containers"][0]
+    c["args"] = [a for a in c["args"] if a not in ("--config", "/vault/secrets/vllm-config.yaml")]
+    c["args"].append("--config=/vault/secrets/vllm-config.yaml")
+    pod["metadata"]["name"] = "vllm-config-as-one-token"
+    return pod
+
+
+def test_kyverno_refuses_the_single_token_config_form(policy_python: Path, injected: list[dict[str, Any]]) -> None:
+    failures = _failures(_evaluate(policy_python, [_vllm_single_token_config(injected)]))
+    assert "vllm-config-as-one-token: docquery-vllm-hardening/vllm-no-request-logging-or-dev-mode" in failures
+
+
 BAD = {
     "agent image left to the injector's default tag": "docquery-require-image-digest/image-digest",
     "an unbounded scratch emptyDir of the app": "docquery-readonly-rootfs/emptydir-size-limit",
