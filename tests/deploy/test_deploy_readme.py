@@ -37,6 +37,18 @@ def test_every_kustomization_path_exists_from_the_repo_root(kubectl: Path) -> No
     assert seen >= 5
 
 
+def test_no_placeholder_is_a_shell_redirection() -> None:
+    """`<digest>` in a command is input redirection from a file named digest: use variables."""
+    for block in SHELL_BLOCKS:
+        for raw in block.splitlines():
+            line = raw.split(" #", 1)[0]
+            assert not re.search(r"<[A-Za-z][\w-]*>", line), raw
+    rotation = README.split("## Rotating keys", 1)[1].split("\n## ", 1)[0]
+    for code in re.findall(r"`([^`]+)`", rotation):
+        if code.startswith(("vault ", "kubectl ")):
+            assert not re.search(r"<[A-Za-z][\w-]*>", code), code
+
+
 def test_the_install_order_applies_the_overlay_before_the_ingest_run() -> None:
     flat = [" ".join(w) for w in _commands()]
     overlay = flat.index("kubectl apply -k deploy/k8s/overlays/prod")
