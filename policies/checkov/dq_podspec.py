@@ -8,6 +8,7 @@ each rule is written once against a pod spec.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,10 @@ SECRET_ENV_RE = re.compile(
     r"(^|_)(API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|AUTH)(_|$)"
 )
 POINTER_SUFFIX_RE = re.compile(r"_(DIR|FILE|PATH|URL)$")
+# What the Vault Agent Injector adds to a pod (vault-k8s v1.7.6, agent-inject/agent/
+# container_volume.go and container_*sidecar.go): Memory emptyDirs without sizeLimit.
+INJECTOR_CONTAINERS = ("vault-agent-init", "vault-agent")
+INJECTOR_VOLUMES = ("vault-secrets", "home-init", "home-sidecar")
 ALLOWED_VOLUME_TYPES = {
     "configMap",
     "csi",
@@ -144,3 +149,23 @@ def requests_gpu(pod: PodTemplate) -> bool:
             if any("gpu" in str(k) for k in (res.get(section) or {})):
                 return True
     return False
+
+
+def vllm_serve_argv(container: dict[str, Any]) -> list[str] | None:
+    """The argv after ``vllm`` for a container that runs ``vllm serve``, else None.
+
+    ``command: [vllm, serve]`` + args directly; a shell script is split the way the
+    shell would (line continuations joined, then shlex words); ``$VARS`` stay literal.
+    """
+    command = [str(x) for x in container.get("command") or []]
+    args = [str(x) for x in container.get("args") or []]
+    if command[:1] == ["vllm"]:
+        return command[1:] + args
+    if command[:1] and command[0].endswith("sh") and args:
+        script = args[0].replace("\\\n", " ")
+        for line in script.splitlines():
+            words = shlex.split(line, comments=True)
+            for i in range(len(words) - 1):
+                if words[i] == "vllm" and words[i + 1] == "serve":
+                    return words[i + 1 :]
+    return None

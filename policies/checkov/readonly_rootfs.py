@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dq_base import DQPodCheck
-from dq_podspec import PodTemplate
+from dq_podspec import INJECTOR_VOLUMES, PodTemplate, vault_injects
 
 
 class ReadOnlyRootWithScratch(DQPodCheck):
@@ -24,7 +24,12 @@ class ReadOnlyRootWithScratch(DQPodCheck):
             if not any(m.get("name") in empty_dirs and not m.get("readOnly") for m in mounts):
                 out.append(f"container {name}: needs a writable emptyDir (e.g. /tmp) for scratch")
         for v in pod.volumes():
-            if "emptyDir" in v and not (v.get("emptyDir") or {}).get("sizeLimit"):
+            empty_dir = v.get("emptyDir")
+            if "emptyDir" not in v or (empty_dir or {}).get("sizeLimit"):
+                continue
+            # The Vault injector's own Memory volumes carry no sizeLimit; the agent's memory limit bounds them.
+            injected = vault_injects(pod) and v.get("name") in INJECTOR_VOLUMES
+            if not (injected and (empty_dir or {}).get("medium") == "Memory"):
                 out.append(f"volume {v.get('name')}: emptyDir needs a sizeLimit")
         return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dq_base import DQPodCheck
-from dq_podspec import VAULT, PodTemplate, projected_token_volumes, uses_secrets, vault_injects
+from dq_podspec import DIGEST_RE, VAULT, PodTemplate, projected_token_volumes, uses_secrets, vault_injects
 
 
 def _token_volume(pod: PodTemplate) -> list[str]:
@@ -16,6 +16,17 @@ def _token_volume(pod: PodTemplate) -> list[str]:
     if tokens[token_volume].get("audience") != "vault":
         return [f"token volume {token_volume!r} must be bound to audience 'vault'"]
     return []
+
+
+def _agent_image_and_size(a: dict[str, str]) -> list[str]:
+    out = []
+    # The injector's default agent image is a tag (vault-k8s agent.go DefaultVaultImage).
+    if not DIGEST_RE.search(a.get(VAULT + "agent-image", "")):
+        out.append(f"{VAULT}agent-image must pin the agent image by digest")
+    for key in ("agent-requests-cpu", "agent-requests-mem", "agent-limits-cpu", "agent-limits-mem"):
+        if not a.get(VAULT + key):
+            out.append(f"{VAULT}{key} missing (the agent's size, and the bound on its in-memory volumes)")
+    return out
 
 
 class VaultAnnotations(DQPodCheck):
@@ -39,6 +50,7 @@ class VaultAnnotations(DQPodCheck):
             if not value.isdigit() or int(value) == 0:
                 out.append(f"{VAULT}{key} must be a non-zero id")
         out += _token_volume(pod)
+        out += _agent_image_and_size(a)
         secrets = [k[len(VAULT + "agent-inject-secret-") :] for k in a if k.startswith(VAULT + "agent-inject-secret-")]
         if not secrets:
             out.append("no agent-inject-secret-* annotation although the pod reads /vault/secrets")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dq_base import DQPodCheck
-from dq_podspec import PodTemplate, requests_gpu
+from dq_podspec import PodTemplate, requests_gpu, vllm_serve_argv
 
 
 class VllmHardening(DQPodCheck):
@@ -23,11 +23,20 @@ class VllmHardening(DQPodCheck):
                 out.append(f"container {c.get('name')}: request logging must stay off")
             if "--api-key" in words:
                 out.append(f"container {c.get('name')}: --api-key on the command line is visible in /proc")
-            if "vllm serve" in words or (c.get("command") or [None])[0] == "vllm":
-                if "--disable-fastapi-docs" not in words:
+            argv = vllm_serve_argv(c)
+            if argv is not None or "vllm serve" in words:
+                argv = argv or []
+                if "--disable-fastapi-docs" not in argv:
                     out.append(f"container {c.get('name')}: --disable-fastapi-docs missing")
-                if "--config" not in words:
-                    out.append(f"container {c.get('name')}: API key must come from a Vault-rendered --config file")
+                # vLLM reads the file only for the exact token "--config" followed by the path.
+                at = argv.index("--config") if "--config" in argv else -1
+                if at < 0 or not argv[at + 1 :][:1] or not argv[at + 1].startswith("/vault/secrets/"):
+                    out.append(
+                        f"container {c.get('name')}: API key must come from a Vault-rendered file, "
+                        "passed as two arguments: --config /vault/secrets/<file>"
+                    )
+                if any(a.startswith("--config=") for a in argv):
+                    out.append(f"container {c.get('name')}: --config=FILE is ignored by vLLM")
             for e in c.get("env") or []:
                 if isinstance(e, dict) and e.get("name") in ("VLLM_SERVER_DEV_MODE", "VLLM_API_KEY"):
                     out.append(f"container {c.get('name')}: env {e.get('name')} is not allowed")

@@ -188,8 +188,9 @@ def test_readyz_checks_the_llm(h: Harness, swap: Any) -> None:
     dead.stop()
     swap(llm_generator(dead))
     r = h.client.get("/readyz")
-    assert r.status_code == 503 and r.json()["checks"]["llm"] is False
-    assert r.json()["error"]["type"] == "not_ready"
+    # The LLM is reported, not required: search still works (tests/api/test_readyz.py).
+    assert r.status_code == 200 and r.json()["checks"]["llm"] is False
+    assert r.json()["status"] == "degraded"
     assert h.client.get("/healthz").json() == {"status": "ok"}
 
 

@@ -42,7 +42,9 @@ TOOL_PATHS = {
 }
 
 # Kinds without a schema in kubernetes-validate; checked by this suite instead.
-CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy"}
+CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor"}
+# Cluster-scoped kinds the bundle ships (no namespace).
+CLUSTER_KINDS = {"Namespace", "PriorityClass"}
 
 
 def in_ci() -> bool:
@@ -101,12 +103,31 @@ def kustomization_dir(name: str, scratch: Path) -> Path:
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
-                "resources": [rel(K8S / "base")],
+                # The ingest Job too, so that the components that patch it are seen doing so.
+                "resources": [rel(K8S / "base")]
+                + ([rel(K8S / "base" / "ingest-job")] if (K8S / "base" / "ingest-job").is_dir() else []),
                 "components": components,
             }
         )
     )
     return d
+
+
+def ingest_dir(name: str) -> Path | None:
+    """overlays/<o>/ingest: the ingest run that operators apply on purpose, beside overlays/<o>."""
+    if not name.startswith("overlay-"):
+        return None
+    d = K8S / "overlays" / name[len("overlay-") :] / "ingest"
+    return d if (d / "kustomization.yaml").is_file() else None
+
+
+def render_combo(kubectl: Path, name: str, scratch: Path) -> str:
+    """What is in the cluster for one combination: an overlay plus its ingest run."""
+    text = render(kubectl, kustomization_dir(name, scratch))
+    extra = ingest_dir(name)
+    if extra is not None:
+        text += "---\n" + render(kubectl, extra)
+    return text
 
 
 def render(kubectl: Path, directory: Path) -> str:

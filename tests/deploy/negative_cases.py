@@ -81,6 +81,12 @@ CASES: list[tuple[str, str, str, Mutation]] = [
         "docquery-ingest",
         lambda d: _annotations(d).pop("vault.hashicorp.com/agent-pre-populate-only"),
     ),
+    (
+        "CKV_DQ_6",
+        "Deployment",
+        "docquery-query",
+        lambda d: _annotations(d).pop("vault.hashicorp.com/agent-image"),
+    ),
     ("CKV_DQ_7", "Deployment", "docquery-query", lambda d: _pod(d).update(automountServiceAccountToken=True)),
     (
         "CKV_DQ_7",
@@ -119,6 +125,15 @@ CASES: list[tuple[str, str, str, Mutation]] = [
         "docquery-vllm",
         lambda d: _c0(d)["env"].append({"name": "VLLM_SERVER_DEV_MODE", "value": "1"}),
     ),
+    (
+        "CKV_DQ_12",
+        "Deployment",
+        "docquery-vllm",
+        lambda d: _c0(d).update(
+            args=[a for a in _c0(d)["args"] if a not in ("--config", "/vault/secrets/vllm-config.yaml")]
+            + ["--config=/vault/secrets/vllm-config.yaml"]
+        ),
+    ),
     ("CKV_DQ_13", "Deployment", "docquery-vllm-embed", lambda d: _pod(d).update(hostUsers=False)),
     # A pod that no NetworkPolicy selects (its namespace has none).
     ("CKV2_DQ_1", "Pod", "", lambda d: None),
@@ -156,3 +171,34 @@ def build(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def expected() -> dict[str, str]:
     """resource name -> check id it must fail."""
     return {f"bad-{i}-{cid.lower().replace('_', '-')}": cid for i, (cid, *_rest) in enumerate(CASES)}
+
+
+INJECTED_NS = "injected-fixture"
+INJECTED_LABEL = "docquery.io/injected-fixture"
+
+
+def injected_fixture(renderings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every Vault-injecting pod of the bundle as the injector leaves it (upstream.py)."""
+    import deploy_support as ds
+    import upstream
+
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny-all", "namespace": INJECTED_NS},
+            # Selects the fixture pods by label only: checkov's graph links policies to pods
+            # across all files of a run, and the negative case's pod must stay uncovered.
+            "spec": {"podSelector": {"matchLabels": {INJECTED_LABEL: "true"}}, "policyTypes": ["Ingress", "Egress"]},
+        }
+    ]
+    seen: set[str] = set()
+    for name in ("overlay-prod", "overlay-dev", "component-multinode-vllm", "component-embed-server"):
+        for w in ds.workloads(renderings[name].docs):
+            if w.name in seen:
+                continue
+            seen.add(w.name)
+            pod = upstream.inject_vault_agent(w.name, {"metadata": w.pod.metadata, "spec": w.pod.spec}, INJECTED_NS)
+            pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), INJECTED_LABEL: "true"}
+            out.append(pod)
+    return out

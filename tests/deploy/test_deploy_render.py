@@ -25,6 +25,8 @@ def test_everything_lives_in_the_docquery_namespace(renderings: dict[str, Render
         for d in r.docs:
             if d["kind"] == "Namespace":
                 assert d["metadata"]["name"] == ds.NAMESPACE
+            elif d["kind"] in ds.CLUSTER_KINDS:
+                assert "namespace" not in d["metadata"]
             else:
                 assert d["metadata"].get("namespace") == ds.NAMESPACE, (r.name, d["kind"], d["metadata"]["name"])
 
@@ -36,16 +38,27 @@ def test_everything_is_labelled_part_of_docquery(renderings: dict[str, Rendering
             assert labels.get("app.kubernetes.io/part-of") == "docquery", (r.name, d["kind"], d["metadata"]["name"])
 
 
+def _overlay_kustomizations() -> list[tuple[str, dict]]:
+    out = []
+    for name in ds.overlay_names():
+        out.append((name, yaml.safe_load((ds.K8S / "overlays" / name / "kustomization.yaml").read_text())))
+        ingest = ds.ingest_dir(f"overlay-{name}")
+        if ingest is not None:
+            out.append((f"{name}/ingest", yaml.safe_load((ingest / "kustomization.yaml").read_text())))
+    return out
+
+
 def test_overlays_only_combine() -> None:
     allowed_keys = {"apiVersion", "kind", "resources", "components", "replicas", "patches"}
-    for name in ds.overlay_names():
-        k = yaml.safe_load((ds.K8S / "overlays" / name / "kustomization.yaml").read_text())
+    for name, k in _overlay_kustomizations():
+        up = "../../../" if name.endswith("/ingest") else "../../"
         assert set(k) <= allowed_keys, (name, set(k) - allowed_keys)
-        assert all(r.startswith("../../base") for r in k.get("resources", []))
-        assert all(c.startswith("../../components/") for c in k.get("components", []))
-        assert "../../components/release-images" in k.get("components", [])
+        assert all(r.startswith(up + "base") for r in k.get("resources", []))
+        assert all(c.startswith(up + "components/") for c in k.get("components", []))
+        assert up + "components/release-images" in k.get("components", [])
         for patch in k.get("patches", []):
-            # Only the ingest fan-out: completions, parallelism and INGEST_SHARDS.
+            # Only the ingest fan-out (completions, parallelism and INGEST_SHARDS), in the ingest run.
+            assert name.endswith("/ingest"), (name, patch)
             assert patch["target"] == {"kind": "Job", "name": "docquery-ingest"}, (name, patch)
             ops = yaml.safe_load(patch["patch"])
             assert {op["path"] for op in ops} == {
@@ -58,6 +71,7 @@ def test_overlays_only_combine() -> None:
 def test_ingest_is_an_indexed_job_whose_shards_match_completions(renderings: dict[str, Rendering]) -> None:
     for r in renderings.values():
         job = r.get("Job", "docquery-ingest")
+        assert job["spec"]["podFailurePolicy"]["rules"], r.name
         spec = job["spec"]
         assert spec["completionMode"] == "Indexed"
         c = _containers(job)[0]
@@ -91,7 +105,7 @@ def test_vllm_base_shape(renderings: dict[str, Rendering]) -> None:
     c = _containers(d)[0]
     assert c["resources"]["requests"]["nvidia.com/gpu"] == c["resources"]["limits"]["nvidia.com/gpu"] == "1"
     args = " ".join(c["args"])
-    assert "--config=/vault/secrets/vllm-config.yaml" in args
+    assert c["args"][c["args"].index("--config") + 1] == "/vault/secrets/vllm-config.yaml"
     assert "--disable-fastapi-docs" in args and "--enable-log-requests" not in args
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["HF_HUB_OFFLINE"] == "1" and "VLLM_API_KEY" not in env and "VLLM_SERVER_DEV_MODE" not in env
@@ -155,7 +169,7 @@ def test_gpu_dra_component(renderings: dict[str, Rendering]) -> None:
 def test_multinode_vllm_component(renderings: dict[str, Rendering]) -> None:
     r = renderings["component-multinode-vllm"]
     assert not [d for d in r.of_kind("Deployment") if d["metadata"]["name"] == "docquery-vllm"]
-    lws = r.get("LeaderWorkerSet", "docquery-vllm")
+    lws = r.get("LeaderWorkerSet", "docquery-vllm-lws")
     assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
     tmpl = lws["spec"]["leaderWorkerTemplate"]
     assert tmpl["size"] == 2 and tmpl["restartPolicy"] == "RecreateGroupOnPodRestart"
@@ -163,19 +177,19 @@ def test_multinode_vllm_component(renderings: dict[str, Rendering]) -> None:
     assert wl["apiVersion"] == "scheduling.k8s.io/v1beta1"
     group = wl["spec"]["podGroupTemplates"][0]
     assert group["schedulingPolicy"]["gang"]["minCount"] == tmpl["size"]
-    pg = r.get("PodGroup", "docquery-vllm-0")
+    pg = r.get("PodGroup", "docquery-vllm-lws-0")
     assert pg["spec"]["workloadRef"] == {"workloadName": "docquery-vllm", "templateName": group["name"]}
     for part in ("leaderTemplate", "workerTemplate"):
         spec = tmpl[part]["spec"]
-        assert spec["schedulingGroup"]["podGroupName"] == "docquery-vllm-0"
+        assert spec["schedulingGroup"]["podGroupName"] == "docquery-vllm-lws-0"
         labels = tmpl[part]["metadata"]["labels"]
-        assert labels["leaderworkerset.sigs.k8s.io/name"] == "docquery-vllm"
+        assert labels["leaderworkerset.sigs.k8s.io/name"] == "docquery-vllm-lws"
         for c in spec["containers"]:
             assert "@sha256:" in c["image"]
     assert tmpl["leaderTemplate"]["metadata"]["labels"]["app.kubernetes.io/name"] == "docquery-vllm"
     # leader <-> worker: all ports, only between the pods of this LWS
     np = r.get("NetworkPolicy", "docquery-vllm-group")
-    sel = {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "docquery-vllm"}}
+    sel = {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "docquery-vllm-lws"}}
     assert np["spec"]["podSelector"] == sel
     assert np["spec"]["ingress"] == [{"from": [{"podSelector": sel}]}]
     assert np["spec"]["egress"] == [{"to": [{"podSelector": sel}]}]
@@ -222,9 +236,55 @@ def test_embed_server_component(renderings: dict[str, Rendering]) -> None:
         cm = r.get("ConfigMap", "docquery-embedder")["data"]
         assert cm["DOCQUERY_EMBEDDER__KIND"] == "openai"
         assert cm["DOCQUERY_EMBEDDER__BASE_URL"].startswith("http://docquery-vllm-embed:8000/")
-        for kind, wname in (("Deployment", "docquery-query"), ("Job", "docquery-ingest")):
+        clients = [("Deployment", "docquery-query")] + ([("Job", "docquery-ingest")] if name == "overlay-prod" else [])
+        for kind, wname in clients:
             d = r.get(kind, wname)
             refs = [e.get("configMapRef", {}).get("name") for e in _containers(d)[0]["envFrom"]]
             assert "docquery-embedder" in refs
             ann = d["spec"]["template"]["metadata"]["annotations"]
             assert "vault.hashicorp.com/agent-inject-secret-embedder-api-key" in ann
+
+
+def test_operator_expectations(renderings: dict[str, Rendering]) -> None:
+    """#18.11: priorities, PDBs, a preStop pause, a LimitRange."""
+    for r in renderings.values():
+        classes = {d["metadata"]["name"]: d for d in r.of_kind("PriorityClass")}
+        assert classes["docquery-serving"]["value"] > classes["docquery-batch"]["value"]
+        assert classes["docquery-batch"]["preemptionPolicy"] == "Never"
+        for w in ds.workloads(r.docs):
+            expected = "docquery-batch" if w.kind == "Job" else "docquery-serving"
+            assert w.pod.spec.get("priorityClassName") == expected, (r.name, w.name)
+        assert r.of_kind("LimitRange"), r.name
+        query = r.get("Deployment", "docquery-query")
+        pod = query["spec"]["template"]["spec"]
+        sleep = pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
+        assert 0 < sleep < pod["terminationGracePeriodSeconds"]
+        pdbs = {
+            d["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] for d in r.of_kind("PodDisruptionBudget")
+        }
+        for d in r.of_kind("Deployment"):  # query, vLLM, embed server; Qdrant has its PDB with qdrant-cluster
+            assert d["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] in pdbs, (
+                r.name,
+                d["metadata"]["name"],
+            )
+
+
+def test_monitoring_component_scrapes_the_metrics_ports(renderings: dict[str, Rendering]) -> None:
+    r = renderings["component-monitoring"]
+    monitors = r.of_kind("PodMonitor")
+    assert monitors
+    scraped = set()
+    for m in monitors:
+        # The embed server's monitor selects nothing unless embed-server is in the rendering.
+        targets = [w for w in ds.workloads(r.docs) if ds.selector_matches(m["spec"]["selector"], w.labels)]
+        scraped |= {w.name for w in targets}
+        for w in targets:
+            ports = {p.get("name") for c in w.pod.containers() for p in c.get("ports") or []}
+            assert {e["port"] for e in m["spec"]["podMetricsEndpoints"]} <= ports, (m["metadata"]["name"], ports)
+    assert {"docquery-query", "docquery-qdrant", "docquery-vllm"} <= scraped
+
+
+def test_models_pvc_can_come_from_a_snapshot(renderings: dict[str, Rendering]) -> None:
+    pvc = renderings["component-models-from-snapshot"].get("PersistentVolumeClaim", "docquery-models")
+    assert pvc["spec"]["dataSource"]["kind"] == "VolumeSnapshot"
+    assert pvc["spec"]["accessModes"] == ["ReadOnlyMany"]

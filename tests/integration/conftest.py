@@ -40,7 +40,10 @@ from cryptography.x509.oid import NameOID
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO / "policies" / "vault"
-WORKLOADS = ("query", "ingest", "vllm", "qdrant")
+WORKLOADS = ("query", "ingest", "vllm", "vllm-embed", "qdrant")
+# Opt-in policies (encryption at rest) that deployments running it attach to a role
+# beside the workload's own; the bundle's roles carry only the workload policy.
+OPT_IN_POLICIES: dict[str, tuple[str, ...]] = {"query": ("query-encryption",), "ingest": ("ingest-encryption",)}
 NAMESPACE = "docquery"
 ROOT_TOKEN = "docquery-test-root"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -55,6 +58,7 @@ KV_SECRETS: dict[str, dict[str, str]] = {
     },
     "ingest": {"qdrant-api-key": "ingest-qdrant-rw-v1", "embedder-api-key": "ingest-embedder-v1"},
     "vllm": {"api-key": "vllm-key-v1"},
+    "vllm-embed": {"api-key": "vllm-embed-key-v1"},
     "qdrant": {"config": '{"api_key": "q-rw", "read_only_api_key": "q-ro"}'},
 }
 
@@ -133,7 +137,9 @@ class Bao:
         path.write_text(self.sa_jwt(service_account, **kw))
         return path
 
-    def add_jwt_role(self, name: str, service_account: str, policy: str, *, ttl: str, max_ttl: str) -> None:
+    def add_jwt_role(
+        self, name: str, service_account: str, policy: str, *, ttl: str, max_ttl: str, extra: tuple[str, ...] = ()
+    ) -> None:
         self.root().auth.jwt.create_role(
             name=name,
             role_type="jwt",
@@ -143,7 +149,7 @@ class Bao:
             bound_subject=f"system:serviceaccount:{NAMESPACE}:{service_account}",
             bound_claims={"/kubernetes.io/namespace": NAMESPACE},
             bound_claims_type="string",
-            token_policies=[policy],
+            token_policies=[policy, *extra],
             token_no_default_policy=True,
             token_ttl=ttl,
             token_max_ttl=max_ttl,
@@ -173,6 +179,8 @@ def _configure(bao: Bao) -> None:
         root.sys.enable_secrets_engine("kv", path="secret", options={"version": "2"})
     root.sys.enable_secrets_engine("transit", path="transit")
     root.secrets.transit.create_key(name="docquery", key_type="aes256-gcm96")
+    for opt_in in (p for extra in OPT_IN_POLICIES.values() for p in extra):
+        root.sys.create_or_update_policy(name=opt_in, policy=(POLICY_DIR / f"{opt_in}.hcl").read_text())
     for workload in WORKLOADS:
         root.sys.create_or_update_policy(name=workload, policy=(POLICY_DIR / f"{workload}.hcl").read_text())
         for name, value in KV_SECRETS[workload].items():
@@ -198,10 +206,10 @@ def _configure(bao: Bao) -> None:
             bound_service_account_names=[role],
             bound_service_account_namespaces=[NAMESPACE],
             audience="vault",
-            policies=[workload],
+            policies=[workload, *OPT_IN_POLICIES.get(workload, ())],
             ttl="1h",
         )
-        bao.add_jwt_role(role, role, workload, ttl="1h", max_ttl="2h")
+        bao.add_jwt_role(role, role, workload, ttl="1h", max_ttl="2h", extra=OPT_IN_POLICIES.get(workload, ()))
 
 
 @pytest.fixture(scope="session")

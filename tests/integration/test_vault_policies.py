@@ -17,7 +17,7 @@ from hvac import exceptions as hvac_exc  # type: ignore[import-untyped]
 if TYPE_CHECKING:
     from conftest import Bao
 
-WORKLOADS = ("query", "ingest", "vllm", "qdrant")
+WORKLOADS = ("query", "ingest", "vllm", "vllm-embed", "qdrant")
 
 Op = Callable[[Any], object]
 
@@ -63,18 +63,25 @@ def _operations(kv_secrets: dict[str, dict[str, str]], wrapped_key: str) -> dict
     return ops
 
 
-# The whole grant of each workload besides reading its own KV secrets.
-# Everything else in _operations must be 403.
+# The whole grant of each policy besides reading its workload's own KV secrets.
+# Everything else in _operations must be 403. The bundle's roles carry no Transit
+# grant (encryption at rest is off there); the *-encryption policies are the opt-in.
 TRANSIT_ALLOWED: dict[str, set[str]] = {
-    "query": {"transit decrypt"},
-    "ingest": {"transit datakey plaintext"},
+    "query": set(),
+    "ingest": set(),
     "vllm": set(),
+    "vllm-embed": set(),
     "qdrant": set(),
+    "query-encryption": {"transit decrypt"},
+    "ingest-encryption": {"transit datakey plaintext"},
 }
+OPT_IN = {"query-encryption": "query", "ingest-encryption": "ingest"}
 
 
-def _allowed(bao: Bao, workload: str) -> set[str]:
-    return {f"kv read {workload}/{n}" for n in bao.kv_secrets[workload]} | TRANSIT_ALLOWED[workload]
+def _allowed(bao: Bao, policy: str) -> set[str]:
+    if policy in OPT_IN:
+        return TRANSIT_ALLOWED[policy]
+    return {f"kv read {policy}/{n}" for n in bao.kv_secrets[policy]} | TRANSIT_ALLOWED[policy]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +90,7 @@ def wrapped_key(bao: Bao) -> str:
     return str(resp["data"]["ciphertext"])
 
 
-@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("workload", [*WORKLOADS, *OPT_IN])
 def test_policy_allows_exactly_its_operations(bao: Bao, wrapped_key: str, workload: str) -> None:
     client = bao.client_with_token(bao.token_for_policy(workload))
     allowed = _allowed(bao, workload)
@@ -102,6 +109,8 @@ def test_policy_allows_exactly_its_operations(bao: Bao, wrapped_key: str, worklo
             unexpected.append(f"{name}: allowed but not needed")
     assert unexpected == []
     assert sorted(allowed_ok) == sorted(allowed)
+    if workload in OPT_IN:
+        return  # an add-on to the workload's own policy, which grants the token upkeep
     # Token upkeep is granted so VaultSession can renew without the default policy.
     client.auth.token.lookup_self()
     client.auth.token.renew_self()
@@ -119,7 +128,7 @@ def test_service_account_login_gets_only_its_policy(bao: Bao, workload: str) -> 
     """The k8s role names the manifests use map to exactly one policy each."""
     role = f"docquery-{workload}"
     auth = bao.anon().auth.jwt.jwt_login(role=role, jwt=bao.sa_jwt(role), use_token=False, path="jwt")["auth"]
-    assert auth["token_policies"] == [workload]
+    assert auth["token_policies"] == sorted([workload, *(p for p, w in OPT_IN.items() if w == workload)])
 
 
 def test_service_account_of_another_workload_is_refused(bao: Bao) -> None:

@@ -1,11 +1,20 @@
-"""``/healthz`` (liveness, no dependencies) and ``/readyz`` (index, embedder, LLM)."""
+"""``/healthz`` (liveness, no dependencies) and ``/readyz`` (what this pod itself can serve).
+
+Readiness gates traffic to the pod, so it reflects only what the service can do on
+its own: search needs the index and the embedder. The LLM is reported, not
+required: while it is down (a vLLM rollout) search keeps working and generation
+answers 503 ``llm_unavailable``, so taking every query pod out of the Service for
+it would turn a partial outage into a total one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import logging
-from typing import Any
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -14,7 +23,18 @@ from docquery.api.errors import envelope, request_id_of
 
 log = logging.getLogger("docquery.api")
 router = APIRouter()
-_LLM_PROBE_TIMEOUT_S = 2.0
+_PROBE_TIMEOUT_S = 2.0
+# Counting the catalog scans it; kubelet probes every few seconds, so the figure is reused briefly.
+_COUNT_TTL_S = 30.0
+
+LlmState = Literal["ready", "unavailable", "not_configured"]
+
+
+@dataclass(frozen=True)
+class _IndexCounts:
+    documents: int
+    chunks: int
+    at: float
 
 
 @router.get("/healthz")
@@ -22,22 +42,60 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "a dependency is not ready"}})
+@router.get("/readyz", responses={503: {"description": "search cannot be served (index or embedder)"}})
 async def readyz(request: Request) -> JSONResponse:
     components = getattr(request.app.state, "components", None)
     checks: dict[str, bool] = {"components": components is not None}
+    body: dict[str, Any] = {}
     if components is not None:
         checks["index"] = await _check(components.index.ready)
         checks["embedder"] = await _check(getattr(components.embedder, "ready", None))
-        probe = getattr(components.generator, "ready", None)
-        if probe is not None:  # only a remote LLM has a readiness probe (GET /models)
-            checks["llm"] = await _check(probe)
-    if all(checks.values()):
-        return JSONResponse({"status": "ready", "checks": checks})
-    failed = ", ".join(k for k, ok in checks.items() if not ok)
-    body: dict[str, Any] = envelope(503, f"not ready: {failed}", request_id_of(request), type_="not_ready")
-    body["checks"] = checks
-    return JSONResponse(body, status_code=503, headers={"Retry-After": "2"})
+        body["index"] = await _index_state(request, components.index) if checks["index"] else {"state": "unavailable"}
+        llm = await _llm_state(components.generator)
+        if llm != "not_configured":
+            checks["llm"] = llm == "ready"
+        body["llm"] = {"state": llm, "generation": _generation(llm)}
+    required = {k: v for k, v in checks.items() if k != "llm"}
+    if all(required.values()):
+        status = "ready" if checks.get("llm", True) else "degraded"
+        return JSONResponse({"status": status, "checks": checks, **body})
+    failed = ", ".join(k for k, ok in required.items() if not ok)
+    err: dict[str, Any] = envelope(503, f"not ready: {failed}", request_id_of(request), type_="not_ready")
+    err.update(checks=checks, **body)
+    return JSONResponse(err, status_code=503, headers={"Retry-After": "2"})
+
+
+def _generation(llm: LlmState) -> str:
+    if llm == "not_configured":
+        return "extractive"  # no LLM configured: answers are extracts, marked mode "extractive"
+    return "available" if llm == "ready" else "unavailable"  # generation requests get 503 llm_unavailable
+
+
+async def _llm_state(generator: Any) -> LlmState:
+    probe = getattr(generator, "ready", None)
+    if probe is None:  # only a remote LLM has a readiness probe (GET /models)
+        return "not_configured"
+    return "ready" if await _check(probe) else "unavailable"
+
+
+async def _index_state(request: Request, index: Any) -> dict[str, Any]:
+    cached: _IndexCounts | None = getattr(request.app.state, "readyz_index_counts", None)
+    now = time.monotonic()
+    if cached is None or now - cached.at > _COUNT_TTL_S:
+        try:
+            documents, chunks = await asyncio.wait_for(asyncio.to_thread(_count, index), _PROBE_TIMEOUT_S)
+        except Exception as exc:
+            log.warning("readiness index count failed: %s", type(exc).__name__)
+            return {"state": "ready", "documents": None, "chunks": None}
+        cached = _IndexCounts(documents, chunks, now)
+        request.app.state.readyz_index_counts = cached
+    # An empty index is a valid state (before the first ingest): ready, but said so.
+    state = "empty" if cached.documents == 0 and cached.chunks == 0 else "ready"
+    return {"state": state, "documents": cached.documents, "chunks": cached.chunks}
+
+
+def _count(index: Any) -> tuple[int, int]:
+    return len(index.list_documents()), int(index.count_chunks())
 
 
 async def _check(probe: Any) -> bool:
@@ -45,8 +103,8 @@ async def _check(probe: Any) -> bool:
         return True  # built in the lifespan: loaded
     try:
         if inspect.iscoroutinefunction(probe):
-            return bool(await asyncio.wait_for(probe(), _LLM_PROBE_TIMEOUT_S))
-        return bool(await asyncio.to_thread(probe))
+            return bool(await asyncio.wait_for(probe(), _PROBE_TIMEOUT_S))
+        return bool(await asyncio.wait_for(asyncio.to_thread(probe), _PROBE_TIMEOUT_S))
     except Exception as exc:
         log.warning("readiness probe failed: %s", type(exc).__name__)
         return False
