@@ -38,9 +38,9 @@ from ingest.model import UsageError
 
 ACL_FILE = ".docquery-acl.yaml"
 MAX_ACL_BYTES = 16 * 1024
-# One pattern for every group name, from an ACL file or --groups: a letter or digit first (so
+# One pattern for every group name, from an ACL file or --groups: a letter, digit or "/" first (so
 # never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``; at most 128.
-GROUP_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}"
+GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
 _GROUP = re.compile(GROUP_PATTERN)
 _MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
 _NEAR_MISS_KEY = "docqueryacl"
