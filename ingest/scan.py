@@ -110,7 +110,7 @@ def _ranges(codes: list[int]) -> str:
 
 def _is_variation_selector(ch: str) -> bool:
     code = ord(ch)
-    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x180B <= code <= 0x180F
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x180B <= code <= 0x180D or code == 0x180F
 
 
 def _classify_run(run: str, before: str, after: str) -> tuple[str, bool]:

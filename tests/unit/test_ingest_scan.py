@@ -196,3 +196,10 @@ LEGITIMATE = [
 @pytest.mark.parametrize("text", LEGITIMATE)
 def test_invisible_characters_a_script_needs_are_not_flagged(text: str) -> None:
     assert scan(text) == frozenset()
+
+
+def test_variation_selectors_are_the_unicode_property() -> None:
+    import regex
+
+    by_property = {c for c in range(0x110000) if regex.match(r"\p{Variation_Selector}", chr(c))}
+    assert by_property == {c for c in range(0x110000) if scan_module._is_variation_selector(chr(c))}
