@@ -27,7 +27,7 @@ NON_TEXT_TAGS = frozenset(
 FLAG_MIN_CHARS = 12
 # Selector matches per document (candidate rules summed over elements): past this, a file is
 # refused rather than checked without bound.
-MAX_MATCHES = 200_000
+MAX_MATCHES = 100_000
 _ATTRIBUTE: Specificity = (0, 0, 0)  # presentational attributes lose to every rule
 
 
