@@ -123,8 +123,8 @@ def normalise_groups(groups: list[Any], origin: str) -> tuple[str, ...]:
 
 def is_near_miss(name: str) -> bool:
     """A file name that looks meant as an ACL file but is not exactly ``ACL_FILE``."""
-    if name == ACL_FILE:
-        return False
+    if name == ACL_FILE or (name.isascii() and "acl" not in name.lower()):
+        return False  # the common case, without normalising every file name of a corpus
     folded = unicodedata.normalize("NFKC", name).casefold()
     return "".join(ch for ch in folded if ch.isalnum()).startswith(_NEAR_MISS_KEY)
 
@@ -184,6 +184,12 @@ class AclResolver:
         self._fallback = fallback
         self._fallback_origin = fallback_origin
         self._cache: dict[tuple[Path, Path], tuple[tuple[str, ...], str] | None] = {}
+        self._files: dict[Path, tuple[str, ...]] = {}  # each ACL file is read and checked once
+
+    def _read(self, candidate: Path) -> tuple[str, ...]:
+        if candidate not in self._files:
+            self._files[candidate] = read_acl_file(candidate)
+        return self._files[candidate]
 
     def _folder(self, folder: Path, root: Path) -> tuple[tuple[str, ...], str] | None:
         if (folder, root) in self._cache:
@@ -191,7 +197,7 @@ class AclResolver:
         candidate = folder / ACL_FILE
         found: tuple[tuple[str, ...], str] | None
         if os.path.lexists(candidate):  # any kind of entry under that name is checked, never ignored
-            found = (read_acl_file(candidate), str(candidate))
+            found = (self._read(candidate), str(candidate))
         elif folder == root or root not in folder.parents:
             found = None
         else:
@@ -203,7 +209,7 @@ class AclResolver:
         """Validates the ACL file of ``folder`` if it has one (raises UsageError)."""
         candidate = folder / ACL_FILE
         if os.path.lexists(candidate):
-            read_acl_file(candidate)
+            self._read(candidate)
 
     def resolve(self, root: Path, path: Path) -> tuple[tuple[str, ...], str] | None:
         found = self._folder(path.parent, root)
