@@ -1,6 +1,7 @@
 """``docquery ingest``: registered into the docquery CLI through the ``docquery.commands`` entry point.
 
-Exit codes (CONTRACT.md): 0 every file indexed or unchanged; 1 some files failed
+Exit codes (CONTRACT.md): 0 every file indexed, unchanged or skipped (a type DocQuery does not
+read; ``--strict`` makes skips failures); 1 some files failed
 (the others are indexed, the failures listed) or the run stopped on an index
 error; 2 usage or configuration error, with nothing written.
 """
@@ -24,6 +25,7 @@ from ingest.discover import Filters, parse_shard
 from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
 from ingest.progress import make_progress
+from ingest.terminal import safe
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("ingest")
@@ -47,6 +49,7 @@ def register(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     p.add_argument("--shard", default=None, metavar="I/N", help="index only shard I of N (by relative path hash)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--strict", action="store_true", help="count skipped files (unsupported types) as failures")
     p.set_defaults(handler=_run)
 
 
@@ -68,6 +71,7 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         delete_missing=args.delete_missing,
         dry_run=args.dry_run,
         shard=parse_shard(args.shard),
+        strict=args.strict,
     )
 
 
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
         progress = make_progress(enabled=True, interval_s=settings.ingest.progress_interval_s)
         report = run_ingest(settings, opts, progress=progress, **components)
     except UsageError as exc:
-        sys.stderr.write(f"docquery ingest: {exc}\n")
+        sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return EXIT_USAGE
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")

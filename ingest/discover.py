@@ -1,8 +1,13 @@
 """File discovery: walk the roots, apply include/exclude globs and the shard, attach ACLs.
 
 * A directory is walked recursively in a sorted, deterministic order; symlinked
-  folders are not followed, and dot-files and dot-folders (``.git``, the ACL
-  file itself) are skipped.
+  folders are not followed (reported as skipped), and dot-files and dot-folders
+  (``.git``, the ACL file itself) are skipped. Every ACL file in the tree is
+  validated, and a near-miss name (``.docquery-acl.yml``) is an error.
+* A file symlink is replaced by its target (threat: a link relabelling a
+  document): the document is the target file, with the target's path relative to
+  the root and the target's ACL, as if the walk had reached it directly. Links
+  that leave the root, point into a dot-path, dangle or loop are refused.
 * Globs use ``fnmatch``: a pattern without ``/`` matches the file name
   (``*.md``), a pattern with ``/`` matches the path relative to the root, and
   ``*`` also matches across folders (``drafts/*``).
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from ingest.acl import AclResolver
+from ingest.acl import ACL_FILE, AclResolver, is_near_miss
 from ingest.model import SourceFile, UsageError
 
 
@@ -81,7 +86,8 @@ class Filters:
 @dataclass
 class Discovery:
     files: list[SourceFile] = field(default_factory=list)
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): failures
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): not documents
     roots: list[Path] = field(default_factory=list)
     file_roots: list[Path] = field(default_factory=list)  # files given directly as PATH
 
@@ -94,31 +100,64 @@ class _Entry:
     regular: bool  # a regular file, known from the directory listing without another stat
 
 
-def _walk(root: Path) -> list[_Entry]:
+@dataclass
+class _Tree:
+    entries: list[_Entry] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # every folder visited, the root first
+    near_misses: list[Path] = field(default_factory=list)
+    folder_links: list[Path] = field(default_factory=list)
+
+
+def _walk(root: Path) -> _Tree:
     """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
     comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
     (``root`` is resolved and folder links are not followed), and so is every non-link path in it."""
-    out: list[_Entry] = []
+    tree = _Tree()
 
     def visit(folder: str, prefix: str) -> None:
         try:
             with os.scandir(folder) as listing:
-                entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
+                every = sorted(listing, key=lambda e: e.name)
         except OSError:
             return  # an unreadable folder is skipped, as os.walk does
+        tree.folders.append(Path(folder))
+        tree.near_misses.extend(Path(e.path) for e in every if is_near_miss(e.name))
         folders = []
-        for e in entries:
+        for e in every:
+            if e.name.startswith("."):
+                continue
             link = e.is_symlink()
             if _is_dir(e):
-                if not link:
+                if link:
+                    tree.folder_links.append(Path(e.path))
+                else:
                     folders.append(e)
             else:
-                out.append(_Entry(Path(e.path), prefix + e.name, link, not link and e.is_file(follow_symlinks=False)))
+                regular = not link and e.is_file(follow_symlinks=False)
+                tree.entries.append(_Entry(Path(e.path), prefix + e.name, link, regular))
         for sub in folders:
             visit(sub.path, f"{prefix}{sub.name}/")
 
     visit(str(root), "")
-    return out
+    return tree
+
+
+def _link_target(path: Path, root: Path) -> tuple[Path, str] | str:
+    """(real path, its path relative to ``root``) of a file link, or why it is refused."""
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        return "dangling symlink (its target does not exist)"
+    except (OSError, RuntimeError):  # ELOOP, or pathlib's own loop detection
+        return "symlink loop"
+    if root not in real.parents:
+        return "symlink points outside the ingest root"
+    rel = real.relative_to(root).as_posix()
+    if any(part.startswith(".") for part in rel.split("/")):
+        return "symlink points into a dot-file or dot-folder, which are not indexed"
+    if not real.is_file():
+        return "symlink does not point to a regular file"
+    return real, rel
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -129,43 +168,61 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclResolver) -> Discovery:
-    """Raises UsageError for a missing path or a file with no ACL (nothing is written then)."""
+    """Raises UsageError for a missing path, a bad or near-miss ACL file, or a file with no ACL
+    (nothing is written then)."""
     result = Discovery()
     seen: set[Path] = set()
     no_acl: list[str] = []
     for given in paths:
-        if not given.exists():
-            raise UsageError(f"path not found: {given}")
-        resolved = given.resolve()
-        if resolved.is_file():
-            root, candidates = resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
-            result.file_roots.append(resolved)
-        else:
-            root, candidates = resolved, _walk(resolved)
-            result.roots.append(resolved)
+        root, candidates = _candidates(given, acl, result)
         for entry in candidates:
             path, rel = entry.path, entry.rel
-            if not filters.accepts(rel) or not shard.owns(rel):
+            if entry.link:
+                target = _link_target(path, root)
+                if isinstance(target, str):
+                    if filters.accepts(rel) and shard.owns(rel):
+                        result.rejected.append((str(path), target))
+                    continue
+                path, rel = target  # from here on the link is its target: same rel, shard and ACL
+            if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
                 continue
-            real = path.resolve() if entry.link else path
-            if real in seen:
-                continue
-            seen.add(real)
-            if entry.link and root not in real.parents:
-                result.rejected.append((str(path), "symlink points outside the ingest root"))
-                continue
-            if not (entry.regular or (entry.link and real.is_file())):
+            seen.add(path)
+            if not (entry.regular or entry.link):
                 result.rejected.append((str(path), "not a regular file"))
                 continue
             found = acl.resolve(root, path)
             if found is None:
                 no_acl.append(rel)
                 continue
-            result.files.append(SourceFile(root=root, path=real, rel=rel, acl_groups=found[0], acl_origin=found[1]))
+            result.files.append(SourceFile(root=root, path=path, rel=rel, acl_groups=found[0], acl_origin=found[1]))
     if no_acl:
         shown = ", ".join(no_acl[:5]) + (f" and {len(no_acl) - 5} more" if len(no_acl) > 5 else "")
         raise UsageError(
             f"no ACL for {len(no_acl)} file(s) ({shown}): pass --groups or --public, "
-            f"or put a .docquery-acl.yaml in their folder"
+            f"or put a {ACL_FILE} in their folder"
         )
     return result
+
+
+def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
+    """(root, entries) for one PATH; checks every ACL file under it and records its roots."""
+    if not given.exists():
+        if os.path.lexists(given):
+            raise UsageError(f"path is a dangling symlink or a symlink loop: {given}")
+        raise UsageError(f"path not found: {given}")
+    resolved = given.resolve()
+    if resolved.is_file():
+        result.file_roots.append(resolved)
+        acl.check_folder(resolved.parent)
+        return resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
+    tree = _walk(resolved)
+    result.roots.append(resolved)
+    if tree.near_misses:
+        raise UsageError(
+            f"{tree.near_misses[0]}: looks like an ACL file but is not named {ACL_FILE}; "
+            "rename or remove it (it would be ignored)"
+        )
+    for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
+        acl.check_folder(folder)
+    result.skipped.extend((str(p), "symlinked folder (not followed)") for p in tree.folder_links)
+    return resolved, tree.entries

@@ -33,6 +33,7 @@ class SourceFile:
     rel: str
     acl_groups: tuple[str, ...]
     acl_origin: str  # the metadata file that gave the ACL, or "--groups"/"--public"
+    kind: str = ""  # the loader's suffix (".txt" for sniffed text); "" until the plan decides
 
 
 @dataclass(frozen=True)

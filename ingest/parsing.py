@@ -2,13 +2,13 @@
 
 ``DOCQUERY_INGEST__PARSE_PROCESS`` picks which files go to the process:
 
-- ``auto`` (default): the formats read by third-party parsers of complex,
-  untrusted input (PDF with pypdf, DOCX with python-docx and lxml, HTML with
-  BeautifulSoup and lxml). Plain text and Markdown are read by DocQuery's own
-  decoding and regular expressions, within the size limits, in the caller's
-  thread: on a 2-vCPU machine, a text corpus took 2 to 11 % longer to ingest
-  through the process (docs/benchmarks.md), and the process would contain
-  nothing there that the size limits do not.
+- ``auto`` (default): every format that is parsed (PDF with pypdf, DOCX with
+  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown with
+  DocQuery's own line parser): no parser of untrusted input runs without the
+  time limit. Plain text (and files sniffed as text) is only decoded, in linear
+  time within the size limits, in the caller's thread: on a 2-vCPU machine, a
+  text corpus took 2 to 11 % longer to ingest through the process
+  (docs/benchmarks.md).
 - ``all``: every file. ``off``: none, so a parser hang hangs the run.
 
 The process (``ingest.parse_child``) gets its whole list at once and works ahead
@@ -38,7 +38,7 @@ from ingest.parse_child import PARENT_PID_ENV, READY, Outcome, Prepare, outcome,
 
 CHILD_ARGV = (sys.executable, "-m", "ingest.parse_child")
 ParseMode = Literal["auto", "all", "off"]
-THIRD_PARTY_PARSED = frozenset({".pdf", ".docx", ".html", ".htm"})
+PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown"})
 _START_TIMEOUT_S = 120.0
 _POLL_S = 0.1
 
@@ -58,7 +58,7 @@ def isolated(mode: ParseMode) -> Callable[[PlannedDoc], bool]:
         return lambda planned: True
     if mode == "off":
         return lambda planned: False
-    return lambda planned: planned.source.path.suffix.lower() in THIRD_PARTY_PARSED
+    return lambda planned: (planned.source.kind or planned.source.path.suffix.lower()) in PARSED_KINDS
 
 
 def routed(

@@ -1,4 +1,4 @@
-"""``run_ingest``: discover -> plan -> (ACL-only updates, index changed docs, delete missing) -> report.
+"""``run_ingest``: discover -> plan -> (stale ACLs, ACL-only updates, index changed docs, delete missing) -> report.
 
 Everything that can be refused is refused before the index is opened, so a
 usage or configuration error (exit 2) writes nothing. Components can be passed
@@ -25,11 +25,12 @@ from ingest.acl import AclResolver
 from ingest.discover import Discovery, Filters, Shard, discover
 from ingest.loaders import Limits
 from ingest.model import PlannedDoc, UsageError
-from ingest.plan import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path
+from ingest.plan import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path, stale_acls
 from ingest.prepare import PrepareConfig, prepare
 from ingest.progress import NullProgress, Progress
 from ingest.report import Report
 from ingest.stream import StreamConfig, index_documents
+from ingest.terminal import safe
 
 log = logging.getLogger("ingest")
 PIPELINE_VERSION = "1"
@@ -45,6 +46,7 @@ class IngestOptions:
     delete_missing: bool = False
     dry_run: bool = False
     shard: Shard = field(default_factory=Shard)
+    strict: bool = False  # --strict: skipped files (types DocQuery does not read) count as failures
 
 
 def chunk_spec(settings: Settings) -> ChunkSpec:
@@ -72,6 +74,7 @@ def _plan_report(plan: Plan, report: Report) -> None:
         "acl_update": [str(s.path) for s, _ in plan.acl_update],
         "unchanged": [str(s.path) for s in plan.unchanged],
         "delete": [str(record_path(r)) for r in plan.delete],
+        "acl_previous": [str(record_path(s.record)) for s in plan.stale_acl],
     }
     report.added, report.updated = len(plan.add), len(plan.update)
     report.acl_updated, report.unchanged, report.deleted = len(plan.acl_update), len(plan.unchanged), len(plan.delete)
@@ -85,6 +88,30 @@ def _apply_acl_updates(index: IndexAdapter, plan: Plan, report: Report) -> None:
         extra = {**prev.extra, EXTRA_ACL_ORIGIN: src.acl_origin}
         index.put_document(replace(prev, acl_groups=src.acl_groups, extra=extra))
         report.acl_updated += 1
+
+
+def _report_refusals(plan: Plan, report: Report, *, strict: bool) -> None:
+    for path, reason in plan.failed:
+        report.fail(path, reason)
+    for path, reason in plan.skipped:
+        if strict:
+            report.fail(path, f"skipped under --strict: {reason}")
+        else:
+            report.skip(path, reason)
+
+
+def _apply_stale_acls(index: IndexAdapter, plan: Plan, report: Report) -> None:
+    for stale in plan.stale_acl:
+        prev = stale.record
+        if stale.acl_groups is None:
+            report.chunks_deleted += index.delete_document(prev.doc_id)
+        else:
+            # Chunks first, record last, as for an ACL-only update; the content hash stays the
+            # old one, so a document that is about to be re-indexed still counts as changed.
+            index.set_document_acl(prev.doc_id, stale.acl_groups)
+            extra = {**prev.extra, EXTRA_ACL_ORIGIN: stale.acl_origin}
+            index.put_document(replace(prev, acl_groups=stale.acl_groups, extra=extra))
+        report.acl_previous.append({"path": str(record_path(prev)), "action": stale.action})
 
 
 def _apply_deletes(index: IndexAdapter, plan: Plan, report: Report) -> None:
@@ -128,8 +155,10 @@ def run_ingest(
             filters=opts.filters,
             shard=opts.shard,
         )
-        for path, reason in plan.failed:
-            report.fail(path, reason)
+        plan.stale_acl = stale_acls(
+            plan, records, discovery=discovery, resolver=resolver, filters=opts.filters, shard=opts.shard
+        )
+        _report_refusals(plan, report, strict=opts.strict)
         if opts.dry_run:
             _plan_report(plan, report)
             return report
@@ -137,6 +166,7 @@ def run_ingest(
             raise UsageError("internal: the index was not opened")
         report.unchanged = len(plan.unchanged)
         try:
+            _apply_stale_acls(index, plan, report)
             _apply_acl_updates(index, plan, report)
             if plan.to_index:
                 _index(
@@ -161,7 +191,7 @@ def run_ingest(
             # Something may already be written, so this is not a usage error: report it (exit 1).
             # A re-run converges (pending records, deterministic ids).
             report.error = f"stopped early: {exc}"
-            log.error("ingest stopped early: %s", exc)
+            log.error("ingest stopped early: %s", safe(str(exc)))
     finally:
         report.seconds = time.monotonic() - t0
         if owns_index and index is not None:

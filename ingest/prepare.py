@@ -1,4 +1,10 @@
-"""One document from bytes to chunks: load, scan, chunk, and build its final record."""
+"""One document from bytes to chunks: load, scan, chunk, and build its final record.
+
+Metadata is content (threat: an injection in a heading or a PDF ``/Title`` reaching the
+prompt's source header unflagged): the title and each section's page or heading path go
+through the same invisible-character strip and injection scan as the body, and their flags
+mark every chunk that carries them, so those chunks are quarantined like flagged text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from dataclasses import dataclass
 from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections
 from docquery.collection import chunk_point_id
 from docquery.domain import Chunk, DocumentRecord
-from ingest.loaders import Limits, loader_for
+from ingest.loaders import Limits, loader_for, suffix_of
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.plan import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, EXTRA_PIPELINE
 from ingest.scan import scan_and_strip
@@ -26,7 +32,7 @@ class PrepareConfig:
 def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> PreparedDoc:
     """Raises FileRejected with a reason for any file that cannot be indexed."""
     src = planned.source
-    loader = loader_for(src.path)  # unsupported types fail before the file is read
+    loader = loader_for(src.kind or suffix_of(src.path))  # unsupported types fail before the file is read
     try:
         data = src.path.read_bytes()
     except OSError as exc:
@@ -39,22 +45,28 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
     pieces = chunk_sections(doc.sections, tokenizer, cfg.spec)
     chunks: list[Chunk] = []
     quarantined: list[bool] = []
-    doc_flags: set[str] = {f for s in doc.sections for f in s.flags}
+    title_flags, title = scan_and_strip(doc.title)
+    doc_flags: set[str] = {f for s in doc.sections for f in s.flags} | title_flags
+    pages: dict[str | None, tuple[frozenset[str], str | None]] = {None: (frozenset(), None)}
     for i, piece in enumerate(pieces):
         found, text = scan_and_strip(piece.text)
-        flags = found | piece.flags
+        if piece.page not in pages:  # a section's chunks share its page: scanned once
+            page_flags, page_text = scan_and_strip(piece.page or "")
+            pages[piece.page] = (page_flags, page_text or None)
+        page_flags, page = pages[piece.page]
+        flags = found | piece.flags | title_flags | page_flags
         doc_flags |= flags
         chunks.append(
             Chunk(
                 id=chunk_point_id(planned.doc_id, sha, i),
                 doc_id=planned.doc_id,
                 source=src.rel,
-                title=doc.title,
+                title=title,
                 chunk_index=i,
                 text=text,
                 content_sha256=sha,
                 acl_groups=src.acl_groups,
-                page=piece.page,
+                page=page,
                 ingested_at=cfg.ingested_at,
                 flags=tuple(sorted(flags)),
             )
@@ -74,7 +86,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
         content_sha256=sha,
         chunk_count=len(chunks),
         acl_groups=src.acl_groups,
-        title=doc.title,
+        title=title,
         ingested_at=cfg.ingested_at,
         status="complete",
         extra=extra,

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ingest.terminal import safe
+
 
 @dataclass
 class Report:
@@ -29,9 +31,16 @@ class Report:
     shard: str = "0/1"
     plan: dict[str, list[str]] | None = None
     error: str | None = None
+    # Files of a type DocQuery does not read: listed, but not failures (unless --strict).
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    # Indexed documents not re-indexed this run whose ACL changed: what was done to their chunks.
+    acl_previous: list[dict[str, str]] = field(default_factory=list)
 
     def fail(self, path: str, reason: str) -> None:
         self.failed.append({"path": path, "reason": reason})
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped.append({"path": path, "reason": reason})
 
     @property
     def ok(self) -> bool:
@@ -44,6 +53,8 @@ class Report:
             "unchanged": self.unchanged,
             "deleted": self.deleted,
             "failed": sorted(self.failed, key=lambda f: f["path"]),
+            "skipped": sorted(self.skipped, key=lambda f: f["path"]),
+            "acl_previous": sorted(self.acl_previous, key=lambda f: f["path"]),
             "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 3),
             "acl_updated": self.acl_updated,
@@ -65,7 +76,7 @@ class Report:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():
                 for path in paths:
-                    console.print(f"  {action:<10} {path}", markup=False, highlight=False)
+                    console.print(f"  {action:<12} {safe(path)}", markup=False, highlight=False)
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
@@ -76,6 +87,7 @@ class Report:
             ("unchanged", self.unchanged),
             ("deleted", self.deleted),
             ("failed", len(self.failed)),
+            ("skipped", len(self.skipped)),
             ("chunks written", self.chunks_written),
             ("chunks flagged", self.chunks_flagged),
             ("chunks quarantined", self.chunks_quarantined),
@@ -85,6 +97,10 @@ class Report:
         table.add_row("seconds", f"{self.seconds:.1f}")
         console.print(table)
         for f in sorted(self.failed, key=lambda f: f["path"]):
-            console.print(f"[red]failed[/red] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)
+            console.print(f"[red]failed[/red] {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
+        for f in sorted(self.skipped, key=lambda f: f["path"]):
+            console.print(f"skipped {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
+        for f in sorted(self.acl_previous, key=lambda f: f["path"]):
+            console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
-            console.print(f"[red]error[/red] {escape(self.error)}", highlight=False)
+            console.print(f"[red]error[/red] {escape(safe(self.error))}", highlight=False)

@@ -4,9 +4,15 @@ Flags:
 
 * ``injection``: text that addresses the model (override instructions, role or
   template markers, requests to reveal the prompt or exfiltrate through links);
-* ``zero_width``: invisible characters (zero-width space, word joiner, bidi
-  overrides, Unicode tag characters used for "ASCII smuggling"); they are removed
-  from the stored and embedded text, the flag stays;
+* ``zero_width``: invisible characters used to hide or split text. Which characters
+  are invisible comes from Unicode properties (Default_Ignorable_Code_Point, general
+  category Cf, Bidi_Control, Variation_Selector; minus the visible
+  Prepended_Concatenation_Mark signs), not a hand list. All of them are removed from
+  the stored and embedded text, except where a script needs them (see ``_classify_run``);
+  the flag is set for the ones that carry or disguise text: zero-width spaces and
+  joiners, bidi embeddings/overrides/isolates, tag characters ("ASCII smuggling"),
+  Hangul fillers, runs of variation selectors (smuggling bytes), and any of them
+  inside a Latin word;
 * ``hidden_html`` / ``hidden_text``: set by the HTML/Markdown and DOCX loaders on
   sections where hidden content was dropped.
 
@@ -17,7 +23,10 @@ keep them searchable with their flags.
 
 from __future__ import annotations
 
+import functools
 import re
+
+import regex
 
 INJECTION = "injection"
 ZERO_WIDTH = "zero_width"
@@ -44,15 +53,15 @@ _GATED_PATTERNS: list[tuple[tuple[tuple[str, ...], ...], str]] = [
      r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to)\s+the\s+user\b"),
     ((("ai", "assistant", "language", "llm", "chatbot"), ("must", "should", "will"),
       ("ignore", "respond", "answer", "say", "include", "append", "output")),
-     r"\b(?:as\s+an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot)\s*[,:]?\s+(?:you\s+)?(?:must|should|will)\s+"
+     r"\b(?:as\s+an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot)(?:\s*[,:])?\s+(?:you\s+)?(?:must|should|will)\s+"
      r"(?:now\s+)?(?:ignore|respond|answer|say|include|append|output)\b"),
     ((("<",), (">",), ("im_start", "im_end", "system", "endoftext", "start_header_id", "eot_id")),
      r"<\|?(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|?>"),
     ((("[",), ("inst",)), r"\[/?INST\]"),
     ((("<<",), ("sys",), (">>",)), r"<<\s*/?SYS\s*>>"),
-    ((("##",), ("system", "instruction")), r"^\s*#{2,}\s*(?:system|instruction)s?\s*:?\s*$"),
-    ((("system", "assistant"), (":",)), r"^\s*(?:system|assistant)\s*:\s*\S"),
-    ((("![",), ("http",), ("?",), ("=",)), r"!\[[^\]]*\]\(\s*https?://[^)\s]+\?[^)\s]*="),
+    ((("##",), ("system", "instruction")), r"^[ \t]*#{2,}[ \t]*(?:system|instruction)s?[ \t]*:?[ \t]*$"),
+    ((("system", "assistant"), (":",)), r"^[ \t]*(?:system|assistant)[ \t]*:[ \t]*\S"),
+    ((("![",), ("http",), ("?",), ("=",)), r"!\[[^\]]{0,500}\]\([ \t]{0,20}https?://[^)\s]{1,2000}\?[^)\s]{0,2000}="),
     ((("send", "post", "forward", "exfiltrate", "append"), ("conversation", "chat", "api", "credentials", "password"),
       ("http", "url", "link", "mail")),
      r"\b(?:send|post|forward|exfiltrate|append)\b[^.\n]{0,40}?\b(?:conversation|chat\s+history|api\s+keys?|"
@@ -64,11 +73,69 @@ _GATED = [(gate, re.compile(p, re.IGNORECASE | re.MULTILINE)) for gate, p in _GA
 # a word test on the folded text never skips a pattern that could match.
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 
-# Always invisible: ZWSP, word joiner and invisible operators, Mongolian vowel separator,
-# bidi embeddings/overrides/isolates, BOM inside text, Unicode tag characters.
-_INVISIBLE = re.compile("[\u200b\u2060-\u2064\u180e\u202a-\u202e\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
-# ZWNJ/ZWJ are legitimate in many scripts and emoji; flagged only between ASCII letters.
-_JOINER_IN_LATIN = re.compile("(?<=[A-Za-z])[\u200c\u200d]+(?=[A-Za-z])")
+# Invisible by Unicode properties. Planes 0, 1 and 14 hold every such code point (the test checks
+# all of Unicode); the set becomes one ``re`` class, built on first use.
+_PROPERTIES = (
+    r"(?V1)[[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Bidi_Control}\p{Variation_Selector}]"
+    r"--\p{Prepended_Concatenation_Mark}]"
+)
+_PLANES = ((0x80, 0xD800), (0xE000, 0x20000), (0xE0000, 0xE1000))
+# Invisible characters with legitimate uses in some scripts or emoji, kept or dropped silently
+# when they are used that way: ZWNJ, ZWJ (Persian, Indic, emoji sequences), LRM, RLM, ALM
+# (right-to-left text), soft hyphen (hyphenation hints), combining grapheme joiner.
+_ZWNJ, _ZWJ, _SHY = "\u200c", "\u200d", "\u00ad"
+_CONTEXTUAL = frozenset({_ZWNJ, _ZWJ, "\u200e", "\u200f", "\u061c", _SHY, "\u034f"})
+_KEPT_IN_CONTEXT = frozenset({_ZWNJ, _ZWJ})
+_KEYCAP = "\u20e3"
+_BLACK_FLAG = "\U0001f3f4"
+_TAG_LETTERS = re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,6}\U000e007f")
+
+
+@functools.cache
+def _invisible_run() -> re.Pattern[str]:
+    chars = regex.findall(_PROPERTIES, "".join(chr(c) for lo, hi in _PLANES for c in range(lo, hi)))
+    return re.compile(f"[{_ranges(sorted(map(ord, chars)))}]+")
+
+
+def _ranges(codes: list[int]) -> str:
+    out: list[str] = []
+    start = prev = codes[0]
+    for code in [*codes[1:], -1]:
+        if code != prev + 1:
+            out.append(re.escape(chr(start)) + ("-" + re.escape(chr(prev)) if prev != start else ""))
+            start = code
+        prev = code
+    return "".join(out)
+
+
+def _is_variation_selector(ch: str) -> bool:
+    code = ord(ch)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x180B <= code <= 0x180D or code == 0x180F
+
+
+def _classify_run(run: str, before: str, after: str) -> tuple[str, bool]:
+    """(what of ``run`` to keep, whether it is suspicious) for one run of invisible characters
+    between the characters ``before`` and ``after``."""
+    if before == _BLACK_FLAG and _TAG_LETTERS.fullmatch(run):
+        return run, False  # an emoji subdivision flag (England, Scotland, Wales)
+    if _suspicious(run, before, after):
+        return "", True
+    if any(_is_variation_selector(ch) for ch in run):
+        return run, False  # one selector after a non-ASCII base (or a keycap): emoji or ideographic variant
+    return "".join(ch for ch in run if ch in _KEPT_IN_CONTEXT), False
+
+
+def _suspicious(run: str, before: str, after: str) -> bool:
+    if any(ch not in _CONTEXTUAL and not _is_variation_selector(ch) for ch in run):
+        return True  # zero-width spaces, bidi overrides, tags, fillers: never needed in text
+    if len([ch for ch in run if ch != _ZWJ]) > 1 or run.count(_ZWJ) > 1:
+        return True  # a run: binary encodings and variation-selector smuggling look like this
+    latin = before.isascii() and before.isalnum() and after.isascii() and after.isalnum()
+    if latin and run != _SHY:
+        return True  # inside a Latin word, only a soft hyphen has a use
+    keycap = before != "" and before in "0123456789#*" and after == _KEYCAP
+    # ASCII has no variation sequences (but keycaps: 1 + FE0F + 20E3).
+    return any(_is_variation_selector(ch) for ch in run) and before.isascii() and not keycap
 
 
 def scan(text: str) -> frozenset[str]:
@@ -78,21 +145,34 @@ def scan(text: str) -> frozenset[str]:
 def scan_and_strip(text: str) -> tuple[frozenset[str], str]:
     """(flags, the text without invisible characters): what a chunk stores and embeds."""
     flags: set[str] = set()
-    clean = text
-    if _has_invisible(text):
+    suspicious, clean = _strip(text)
+    if suspicious:
         flags.add(ZERO_WIDTH)
-        clean = _remove_invisible(text)
     if _injection(clean):
         flags.add(INJECTION)
     return frozenset(flags), clean
 
 
-def _has_invisible(text: str) -> bool:
-    # Every character either regex looks for is outside ASCII; isascii() is a flag on the string.
+def _strip(text: str) -> tuple[bool, str]:
+    """(whether a suspicious invisible character was found, the text without invisible ones)."""
+    # Every invisible character is outside ASCII; isascii() is a flag on the string, so most
+    # chunks of most corpora never reach the regex.
     if text.isascii():
-        return False
-    joiners = "\u200c" in text or "\u200d" in text
-    return _INVISIBLE.search(text) is not None or (joiners and _JOINER_IN_LATIN.search(text) is not None)
+        return False, text
+    runs = _invisible_run()
+    if runs.search(text) is None:
+        return False, text
+    suspicious = False
+
+    def replace(m: re.Match[str]) -> str:
+        nonlocal suspicious
+        start, end = m.span()
+        keep, bad = _classify_run(m.group(0), text[start - 1 : start], text[end : end + 1])
+        suspicious |= bad
+        return keep
+
+    clean = runs.sub(replace, text)
+    return suspicious, clean
 
 
 def _injection(text: str) -> bool:
@@ -103,8 +183,4 @@ def _injection(text: str) -> bool:
 
 
 def strip_invisible(text: str) -> str:
-    return _remove_invisible(text) if _has_invisible(text) else text
-
-
-def _remove_invisible(text: str) -> str:
-    return _JOINER_IN_LATIN.sub("", _INVISIBLE.sub("", text))
+    return _strip(text)[1]

@@ -15,7 +15,7 @@ from ingest.loaders.hidden import FLAG_MIN_CHARS
 from ingest.loaders.limits import Limits, TextBudget
 from ingest.model import FileRejected, LoadedDoc, Section
 
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 def check_zip(data: bytes, limits: Limits) -> None:
@@ -24,7 +24,7 @@ def check_zip(data: bytes, limits: Limits) -> None:
     The declared sizes are binding: zipfile stops at a member's declared size and
     fails its CRC check, so an archive cannot expand past what it declares.
     """
-    if data.startswith(_OLE_MAGIC):
+    if data.startswith(OLE_MAGIC):
         raise FileRejected("encrypted (password-protected) or legacy binary Word document, not a DOCX")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:

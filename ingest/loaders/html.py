@@ -1,10 +1,9 @@
-"""HTML with a real parser (lxml through BeautifulSoup).
+"""HTML with a real parser (lxml through BeautifulSoup), styles through tinycss2.
 
-Scripts, styles and other non-text elements are dropped. Hidden elements (the
-``hidden`` attribute, ``aria-hidden="true"``, inline or stylesheet rules such as
-``display:none``, ``visibility:hidden``, ``font-size:0``, ``opacity:0``,
-off-screen positioning, same colour as the background) are dropped too, and the
-section they were in is flagged ``hidden_html``. Sections follow h1-h6.
+Scripts, styles and other non-text elements are dropped. Hidden elements and text
+(``ingest.loaders.hidden``: the computed style of each element, from inline styles,
+``<style>`` rules by selector, presentational attributes and inheritance) are dropped
+too, and the section they were in is flagged ``hidden_html``. Sections follow h1-h6.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
 from bs4.element import Comment, Doctype, NavigableString, ProcessingInstruction
 
-from ingest.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, attrs_hide, hiding_selectors
+from ingest.loaders.css import Context
+from ingest.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, Styles
 from ingest.loaders.limits import Limits
 from ingest.loaders.textcodec import decode_text
 from ingest.model import LoadedDoc, Section
@@ -34,8 +34,8 @@ _BLANKS = re.compile(r"\n\s*\n+")
 
 
 class _Builder:
-    def __init__(self, hidden_ids: set[int]) -> None:
-        self.hidden_ids = hidden_ids
+    def __init__(self, styles: Styles) -> None:
+        self.styles = styles
         self.path: list[tuple[int, str]] = []
         self.buf: list[str] = []
         self.hidden_chars = 0
@@ -50,50 +50,51 @@ class _Builder:
         self.buf.clear()
         self.hidden_chars = 0
 
-    def walk(self, node: Tag) -> None:
+    def walk(self, node: Tag, ctx: Context, out: list[str]) -> None:
+        """Appends the visible text under ``node`` to ``out``; counts what is hidden."""
         for child in node.children:
             if isinstance(child, (Comment, Doctype, ProcessingInstruction)):
                 continue
             if isinstance(child, NavigableString):
-                self.buf.append(str(child))
+                text = str(child)
+                if ctx.text_invisible and text.strip():
+                    self.hidden_chars += _visible_len(text)  # colour of the background, or transparent
+                else:
+                    out.append(text)
                 continue
             if not isinstance(child, Tag):
                 continue
             name = (child.name or "").lower()
             if name in NON_TEXT_TAGS:
                 continue
-            if id(child) in self.hidden_ids or attrs_hide(dict(child.attrs)):
-                self.hidden_chars += len(re.sub(r"\s", "", child.get_text()))
+            hidden, inner = self.styles.visibility(child, ctx)
+            if hidden:
+                self.hidden_chars += _visible_len(child.get_text())
                 continue
             if name in _HEADINGS:
+                heading: list[str] = []
+                self.walk(child, inner, heading)  # only what a reader sees of the heading
                 self.flush()
                 level = _HEADINGS[name]
                 while self.path and self.path[-1][0] >= level:
                     self.path.pop()
-                self.path.append((level, _clean(child.get_text(" ")).replace("\n", " ")[:200]))
+                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")[:200]))
                 continue
             block = name in _BLOCK
             if block:
-                self.buf.append("\n")
-            self.walk(child)
+                out.append("\n")
+            self.walk(child, inner, out)
             if block:
-                self.buf.append("\n")
+                out.append("\n")
+
+
+def _visible_len(text: str) -> int:
+    return len(text) - sum(1 for ch in text if ch.isspace())
 
 
 def _clean(text: str) -> str:
     lines = [_SPACES.sub(" ", ln).strip() for ln in text.split("\n")]
     return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
-
-
-def _hidden_by_stylesheets(soup: BeautifulSoup) -> set[int]:
-    hidden: set[int] = set()
-    for style in soup.find_all("style"):
-        for selector in hiding_selectors(style.get_text()):
-            try:
-                hidden.update(id(el) for el in soup.select(selector))
-            except Exception:  # noqa: S112  # soupsieve rejects pseudo-elements etc.; such rules hide nothing we see
-                continue
-    return hidden
 
 
 def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
@@ -106,8 +107,15 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     if not title:
         h1 = soup.find("h1")
         title = _clean(h1.get_text(" ")) if isinstance(h1, Tag) else path.stem
-    builder = _Builder(_hidden_by_stylesheets(soup))
-    body = soup.body if soup.body is not None else soup
-    builder.walk(body)
+    builder = _Builder(Styles([style.get_text() for style in soup.find_all("style")]))
+    ctx = Context()
+    for outer in (soup.html, soup.body):  # the page's own colours and background, inherited
+        if outer is not None:
+            hidden, ctx = builder.styles.visibility(outer, ctx)
+            if hidden:
+                builder.hidden_chars += _visible_len(outer.get_text())
+                builder.flush()
+                return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))
+    builder.walk(soup.body if soup.body is not None else soup, ctx, builder.buf)
     builder.flush()
     return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))

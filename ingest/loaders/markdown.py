@@ -1,7 +1,11 @@
 """Markdown: sections by ATX (``#``) headings, heading path kept per section.
 
-Markdown renders inline HTML, so HTML comments and hidden HTML elements are
-invisible to a reader; they are dropped, and hidden elements flag their section.
+Markdown renders inline HTML, so what a renderer hides is dropped, and flags its section
+``hidden_html`` when it is long enough to carry text: HTML comments, hidden inline HTML
+elements (``ingest.loaders.hidden``: inline styles, ``<font color>``, a closed ``<dialog>``,
+the ``hidden`` attribute), and link reference definitions, whose label and title never render
+(``[//]: # (a comment)`` is the usual Markdown comment). Every step is linear in the input
+(threat: a parser bomb stalling a Job): no pattern here can backtrack over a whole line or file.
 """
 
 from __future__ import annotations
@@ -9,31 +13,69 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ingest.loaders.hidden import FLAG_MIN_CHARS, style_hides
+from ingest.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, attrs_hide, inline_hides
 from ingest.loaders.limits import Limits
 from ingest.loaders.textcodec import decode_text
 from ingest.model import LoadedDoc, Section
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_OPEN_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]*)?>")
-_STYLE_ATTR = re.compile(r"style\s*=\s*[\"']([^\"']*)[\"']")
+_OPEN_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]{0,31})(\s[^<>]{0,4000})?>")
+_ATTR = re.compile(r"([a-zA-Z_:][-a-zA-Z0-9_:.]{0,63})(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?")
+# A link reference definition on one line: [label]: destination "title" / 'title' / (title).
+_LINK_REF = re.compile(r" {0,3}\[([^\]\n]{1,999})\]:[ \t]*(\S*)[ \t]*((?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\))?)[ \t]*")
 
 
-def _attrs_hide(attrs: str) -> bool:
-    style = _STYLE_ATTR.search(attrs)
-    return bool(
-        re.search(r"(?:^|\s)hidden(?:\s|=|$)", attrs)
-        or re.search(r"aria-hidden\s*=\s*[\"']?true", attrs)
-        or (style and style_hides(style.group(1)))
-    )
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line; the closing ``#`` run is stripped without a regex."""
+    m = _ATX.match(line)
+    if m is None:
+        return None
+    text = line[m.end() :].rstrip(" \t")
+    stripped = text.rstrip("#")
+    if stripped != text and (not stripped or stripped[-1] in " \t"):
+        text = stripped.rstrip(" \t")  # a closing sequence needs a space before it
+    return len(m.group(1)), text.strip()
+
+
+def _attrs(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in _ATTR.finditer(text):
+        value = m.group(2) or ""
+        out.setdefault(m.group(1).lower(), value[1:-1] if value[:1] in "\"'" else value)
+    return out
+
+
+def _hides(tag: str, attrs: dict[str, str]) -> bool:
+    if attrs_hide(tag, attrs) or tag in NON_TEXT_TAGS:
+        return True
+    style = attrs.get("style", "")
+    color = attrs.get("color", "") if tag == "font" else ""
+    return bool((style and inline_hides(style)) or (color and inline_hides(f"color: {color}")))
+
+
+def _drop_comments(text: str) -> tuple[str, int]:
+    """Removes HTML comments by scanning, never by a pattern that rescans an unclosed ``<!--``."""
+    out: list[str] = []
+    pos = hidden = 0
+    while (start := text.find("<!--", pos)) != -1:
+        end = text.find("-->", start + 4)
+        out.append(text[pos:start])
+        stop = len(text) if end == -1 else end + 3  # never closed: hidden to the end, as rendered
+        hidden += _visible_len(text[start + 4 : stop - 3 if end != -1 else stop])
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out), hidden
+
+
+def _visible_len(text: str) -> int:
+    return len(text) - sum(1 for ch in text if ch.isspace())
 
 
 def _element_end(text: str, tag: str, start: int) -> tuple[int, int]:
     """(body end, element end) of the element whose opening tag ends at ``start``; nesting-aware."""
     depth = 1
-    for m in re.compile(rf"<(/?){tag}\b[^<>]*>", re.IGNORECASE).finditer(text, start):
+    for m in re.compile(rf"<(/?){re.escape(tag)}\b[^<>]{{0,4000}}>", re.IGNORECASE).finditer(text, start):
         depth += -1 if m.group(1) else 1
         if depth == 0:
             return m.start(), m.end()
@@ -42,31 +84,50 @@ def _element_end(text: str, tag: str, start: int) -> tuple[int, int]:
 
 def _drop_hidden_html(text: str) -> tuple[str, int]:
     """Removes HTML comments and hidden inline elements; returns (text, hidden characters)."""
-    text = _HTML_COMMENT.sub("", text)
+    text, hidden = _drop_comments(text)
     out: list[str] = []
-    pos = hidden = 0
+    pos = 0
     for m in _OPEN_TAG.finditer(text):
-        if m.start() < pos or not _attrs_hide((m.group(2) or "").lower()):
+        if m.start() < pos:
             continue
-        body_end, end = _element_end(text, m.group(1), m.end())
-        hidden += len(re.sub(r"<[^>]+>|\s", "", text[m.end() : body_end]))
+        tag = m.group(1).lower()
+        if not _hides(tag, _attrs(m.group(2) or "")):
+            continue
+        body_end, end = _element_end(text, tag, m.end())
+        if tag not in NON_TEXT_TAGS:
+            hidden += _visible_len(re.sub(r"<[^<>]{0,4000}>", "", text[m.end() : body_end]))
         out.append(text[pos : m.start()])
         pos = end
     out.append(text[pos:])
     return "".join(out), hidden
 
 
-def split_sections(text: str) -> list[tuple[list[str], str]]:
-    """(heading path, body) pairs; headings inside fenced code are body text."""
-    out: list[tuple[list[str], str]] = []
+def _drop_link_refs(lines: list[str]) -> tuple[list[str], int]:
+    """Link reference definitions render as nothing; their label and title are hidden text."""
+    kept: list[str] = []
+    hidden = 0
+    for line in lines:
+        m = _LINK_REF.fullmatch(line) if "]:" in line else None
+        if m is None:
+            kept.append(line)
+        else:
+            comment_idiom = m.group(2) in ("#", "<>", "")  # [a comment]: # or [//]: # (a comment)
+            hidden += _visible_len(m.group(3)) + (_visible_len(m.group(1)) if comment_idiom else 0)
+    return kept, hidden
+
+
+def split_sections(text: str) -> list[tuple[list[str], str, int]]:
+    """(heading path, body, hidden characters) triples; headings inside fenced code are body text."""
+    out: list[tuple[list[str], str, int]] = []
     path: list[tuple[int, str]] = []
     buf: list[str] = []
     fence: str | None = None
 
     def flush() -> None:
-        body = "\n".join(buf).strip("\n")
-        if body.strip():
-            out.append(([t for _, t in path], body))
+        kept, hidden = _drop_link_refs(buf)
+        body = "\n".join(kept).strip("\n")
+        if body.strip() or hidden:
+            out.append(([t for _, t in path], body, hidden))
         buf.clear()
 
     for line in text.splitlines():
@@ -79,10 +140,10 @@ def split_sections(text: str) -> list[tuple[list[str], str]]:
         if fence:
             buf.append(line)
             continue
-        m = _ATX.match(line)
-        if m:
+        heading = _heading(line)
+        if heading is not None:
             flush()
-            level, title = len(m.group(1)), m.group(2).strip()
+            level, title = heading
             while path and path[-1][0] >= level:
                 path.pop()
             path.append((level, title))
@@ -92,21 +153,23 @@ def split_sections(text: str) -> list[tuple[list[str], str]]:
     return out
 
 
+def _title(raw: str, fallback: str) -> str:
+    for line in raw.splitlines():
+        heading = _heading(line)
+        if heading is not None:
+            return heading[1][:200] or fallback
+        if line.strip():
+            return line.strip()[:200]
+    return fallback
+
+
 def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     raw = decode_text(data)
-    title = path.stem
-    for line in raw.splitlines():
-        m = _ATX.match(line)
-        if m:
-            title = m.group(2).strip()[:200] or title
-            break
-        if line.strip():
-            title = line.strip()[:200]
-            break
     sections: list[Section] = []
-    for heads, body in split_sections(raw):
+    for heads, body, ref_hidden in split_sections(raw):
         clean, hidden = _drop_hidden_html(body)
+        hidden += ref_hidden
         flags = frozenset({"hidden_html"}) if hidden >= FLAG_MIN_CHARS else frozenset()
         if clean.strip() or flags:
             sections.append(Section(text=clean, page=" > ".join(heads) or None, flags=flags))
-    return LoadedDoc(title=title, sections=tuple(sections))
+    return LoadedDoc(title=_title(raw, path.stem), sections=tuple(sections))

@@ -10,6 +10,8 @@ from typing import Any
 from ingest.loaders.limits import Limits, TextBudget
 from ingest.model import FileRejected, LoadedDoc, Section
 
+PDF_MAGIC = b"%PDF-"
+
 
 def _open(data: bytes) -> Any:
     from pypdf import PdfReader
@@ -47,7 +49,7 @@ def _pages(reader: Any, limits: Limits) -> list[Section]:
 def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     from pypdf.errors import FileNotDecryptedError
 
-    if b"%PDF-" not in data[:1024]:
+    if PDF_MAGIC not in data[:1024]:
         raise FileRejected("not a PDF (no %PDF header)")
     # pypdf logs recoverable damage at WARNING with object details; keep Job logs to our own lines.
     logging.getLogger("pypdf").setLevel(logging.ERROR)

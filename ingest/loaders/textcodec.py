@@ -10,13 +10,13 @@ import codecs
 
 from ingest.model import FileRejected
 
-_SNIFF = 8192
+SNIFF_BYTES = 8192
 # Control characters other than tab, newline, carriage return and form feed.
 _CONTROL = bytes(b for b in [*range(32), 127] if b not in (9, 10, 12, 13))
 
 
 def looks_binary(data: bytes) -> bool:
-    head = data[:_SNIFF]
+    head = data[:SNIFF_BYTES]
     if not head:
         return False
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):

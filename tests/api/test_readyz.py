@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
-from tests.standins.openai_server import StandInOpenAIServer
+from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")
 Q = {"question": "how many vacation days of paid leave"}

@@ -54,7 +54,6 @@ BAD_FILES: dict[str, tuple[Callable[[], bytes] | None, Callable[[], bytes], str]
     "big.txt": (lambda: b"small enough", lambda: b"x" * 200_000, "file too large"),
     "binary.txt": (lambda: b"plain text", lambda: b"\x00\x01\x02binary\x00" * 100, "binary content"),
     "encoding.txt": (lambda: b"plain text", lambda: b"caf\x81 \x8d\x8f\x90 bad", "bad text encoding"),
-    "photo.png": (None, lambda: b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "unsupported file type"),
     "locked.pdf": (lambda: make_pdf(["open"]), lambda: make_encrypted_pdf("secret numbers"), "encrypted PDF"),
     "broken.pdf": (lambda: make_pdf(["whole"]), lambda: make_pdf(["truncated " * 40])[:300], "corrupt PDF"),
     "scanned.pdf": (lambda: make_pdf(["text"]), lambda: make_pdf([""]), "no extractable text"),
@@ -88,6 +87,7 @@ def test_each_bad_file_is_reported_others_indexed_nothing_lost(
     for name, (_, bad, _) in BAD_FILES.items():
         write(env.docs / name, bad())
     write(env.docs / "new.md", "# New\n\nA brand new document about parking.\n")
+    write(env.docs / "photo.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64)  # a skip, not a failure
     limits = {"max_file_bytes": 100_000, "max_expanded_bytes": 1_000_000}
     settings = env.settings.model_copy(update={"ingest": env.settings.ingest.model_copy(update=limits)})
     rc, report, _ = cli(env, capsys, str(env.docs), "--groups", "staff", "--delete-missing", settings=settings)
@@ -95,6 +95,7 @@ def test_each_bad_file_is_reported_others_indexed_nothing_lost(
     assert rc == 1
     reasons = {Path(f["path"]).name: f["reason"] for f in report["failed"]}
     assert sorted(reasons) == sorted(BAD_FILES)
+    assert report["skipped"] == [{"path": str(env.docs / "photo.png"), "reason": "unsupported file type '.png'"}]
     for name, (_, _, reason) in BAD_FILES.items():
         assert reason in reasons[name], (name, reasons[name])
     assert (report["added"], report["updated"], report["deleted"], report["unchanged"]) == (1, 0, 0, 4)
@@ -185,6 +186,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(ingest_env: IngestEnv, capsy
         "acl_update": [],
         "unchanged": ["same.md"],
         "delete": ["acl.md", "gone.md"],
+        "acl_previous": [],
     }
     assert (report["added"], report["updated"], report["unchanged"], report["deleted"]) == (2, 1, 1, 2)
     assert report["chunks_written"] == 0

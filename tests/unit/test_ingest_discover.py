@@ -74,7 +74,7 @@ def test_parse_shard_forms() -> None:
 
 def test_acl_nearest_file_wins_and_is_inherited(tmp_path: Path) -> None:
     write(tmp_path / ACL_FILE, "groups: [staff, hr]\n")
-    write(tmp_path / "sec" / ACL_FILE, "groups: security\n")
+    write(tmp_path / "sec" / ACL_FILE, "groups: [security]\n")
     write(tmp_path / "pub" / ACL_FILE, "public: true\n")
     for rel in ["top.md", "sec/a.md", "sec/inner/b.md", "pub/c.md", "other/d.md"]:
         write(tmp_path / rel, "x")
@@ -130,28 +130,29 @@ def test_examples_corpus_carries_its_own_acls() -> None:
 
 
 def test_links_fifos_and_overlapping_paths(tmp_path: Path) -> None:
-    """Pinned edge cases of the walk: each real file is indexed once, under the first path that
-    reaches it; folder links are not followed; anything but a regular file is reported."""
+    """Pinned edge cases of the walk: each real file is indexed once, as itself (a link is its
+    target); folder links are not followed (skipped); anything but a regular file is reported."""
     import os
 
     root = tmp_path / "root"
     write(root / "c.txt", "c")
     write(root / "sub" / "d.txt", "d")
     write(tmp_path / "elsewhere" / "e.txt", "e")
-    (root / "b-link.txt").symlink_to(root / "c.txt")  # sorts first: the file is indexed under it
-    (root / "z-link.txt").symlink_to(root / "sub" / "d.txt")  # a folder's files come before its subfolders
+    (root / "b-link.txt").symlink_to(root / "c.txt")  # sorts first, but the document is c.txt
+    (root / "z-link.txt").symlink_to(root / "sub" / "d.txt")  # reached before sub/: still sub/d.txt
     (root / "linked-dir").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     (root / "dangling.txt").symlink_to(root / "gone.txt")
     os.mkfifo(root / "pipe.txt")
     found = discover([root, root / "sub"], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
     assert [(f.rel, f.path) for f in found.files] == [
-        ("b-link.txt", root / "c.txt"),
-        ("z-link.txt", root / "sub" / "d.txt"),
+        ("c.txt", root / "c.txt"),
+        ("sub/d.txt", root / "sub" / "d.txt"),
     ]
     assert found.rejected == [
-        (str(root / "dangling.txt"), "not a regular file"),
+        (str(root / "dangling.txt"), "dangling symlink (its target does not exist)"),
         (str(root / "pipe.txt"), "not a regular file"),
     ]
+    assert found.skipped == [(str(root / "linked-dir"), "symlinked folder (not followed)")]
     assert found.roots == [root, root / "sub"]
 
 

@@ -109,7 +109,7 @@ def test_text_encodings() -> None:
         ("blob.txt", b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50, "binary content"),
         ("blob.md", bytes(range(256)) * 4, "binary content"),
         ("image.png", b"\x89PNG\r\n\x1a\n", "unsupported file type '.png'"),
-        ("noext", b"hello", "unsupported file type '(no extension)'"),
+        ("noext", b"\x00\x01binary", "unsupported file type (no extension, and the content is not text)"),
         ("fake.pdf", b"this is not a pdf", "not a PDF"),
         ("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\nendobj\ntrailer<<>>\n%%EOF", "PDF"),
         ("fake.docx", b"PK\x03\x04 but not really a zip", "corrupt DOCX"),
