@@ -247,6 +247,8 @@ class Settings(BaseSettings):
     secrets_dir: Path = Path(DEFAULT_SECRETS_DIR)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     log_level: str = "INFO"
+    # auto: JSON for `serve`, in the prod profile and when stderr is not a terminal; text on a terminal.
+    log_format: Literal["auto", "json", "text"] = "auto"
 
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)

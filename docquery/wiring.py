@@ -171,9 +171,17 @@ class Components:
                 await closer()
 
 
-def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
+def build_embedder(settings: Settings, secrets: SecretSource | None = None, *, lazy: bool = False) -> Embedder:
+    """``lazy``: the local model loads on first use (docquery/lazy_embedder.py), so the index opens first."""
     source = secrets or build_secret_source(settings)
-    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, "embedder-api-key"))
+    make = EMBEDDERS[settings.embedder.kind]
+    keys = secret_getter(source, "embedder-api-key")
+    if lazy and settings.embedder.kind == "local":
+        from docquery.lazy_embedder import LazyEmbedder, local_model_spec
+
+        model_id, dimension = local_model_spec()
+        return LazyEmbedder(model_id, dimension, lambda: make(settings, keys))
+    return make(settings, keys)
 
 
 def build_index(settings: Settings, embedder: Embedder, *, collection: str | None = None) -> IndexAdapter:
@@ -207,11 +215,24 @@ def build_components(
     index: IndexAdapter | None = None,
     generator: Generator | None = None,
     collection: str | None = None,
+    lazy_model: bool = False,
 ) -> Components:
     # Keys are read through the secret source on every call, so a rotated
     # Vault-rendered file takes effect without a restart.
     secrets = build_secret_source(settings)
-    embedder = embedder or build_embedder(settings, secrets)
+    if embedder is None:
+        # The index opens before the model loads: a locked or mismatched index fails fast.
+        embedder = build_embedder(settings, secrets, lazy=True)
+        opened = index is None
+        index = index or build_index(settings, embedder, collection=collection)
+        load = getattr(embedder, "load", None)
+        if not lazy_model and callable(load):
+            try:
+                embedder = load()
+            except Exception:
+                if opened:
+                    index.close()
+                raise
     index = index or build_index(settings, embedder, collection=collection)
     generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, "llm-api-key"))
     pipeline = RagPipeline(

@@ -2,7 +2,9 @@
 
 Exit codes (CONTRACT.md): 0 every file indexed or unchanged; 1 some files failed
 (the others are indexed, the failures listed) or the run stopped on an index
-error; 2 usage or configuration error, with nothing written.
+error; 2 usage or configuration error, with nothing written; 3 another process
+holds the embedded index (nothing loaded or written); 130 interrupted (Ctrl-C):
+what was indexed stays indexed, and a re-run continues.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rich.console import Console
 
 from docquery.collection import PUBLIC_GROUP
 from docquery.malloc import tune_for_bulk_embedding
+from docquery.preflight import EXIT_BUSY, BusyError
 from docquery.settings import Settings
 from ingest.acl import parse_groups
 from ingest.discover import Filters, parse_shard
@@ -26,6 +29,11 @@ from ingest.pipeline import IngestOptions, run_ingest
 from ingest.progress import make_progress
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
+INTERRUPTED = (
+    "docquery ingest: interrupted; documents indexed before the interrupt are kept and nothing indexed "
+    "earlier is lost; run the same command again to continue (unchanged documents are skipped)"
+)
 log = logging.getLogger("ingest")
 
 
@@ -81,6 +89,14 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
     except UsageError as exc:
         sys.stderr.write(f"docquery ingest: {exc}\n")
         return EXIT_USAGE
+    except BusyError as exc:
+        sys.stderr.write(f"docquery ingest: {exc}\n")
+        return EXIT_BUSY
+    except KeyboardInterrupt:
+        # Records are written per document after its chunks (ingest/stream.py), so a partly
+        # indexed document stays "pending" and the re-run redoes it.
+        sys.stderr.write(INTERRUPTED + "\n")
+        return EXIT_INTERRUPTED
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
     else:

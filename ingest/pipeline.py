@@ -18,8 +18,9 @@ from pathlib import Path
 from docquery.domain import DocumentRecord
 from docquery.errors import DocQueryError
 from docquery.ports import Embedder, IndexAdapter
+from docquery.preflight import check_index_free, edge_collection
 from docquery.settings import Settings
-from docquery.wiring import build_embedder, build_index, index_kind
+from docquery.wiring import build_embedder, build_index
 from ingest.acl import AclResolver
 from ingest.chunking import ChunkSpec, tokenizer_for
 from ingest.discover import Discovery, Filters, Shard, discover
@@ -60,9 +61,8 @@ def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
 
 
 def _collection_exists(settings: Settings, name: str) -> bool:
-    if index_kind(settings) != "edge":
-        return True  # a server collection is opened (and created if absent) as usual
-    return (settings.data_dir / "collections" / name / "edge_config.json").exists()
+    edge = edge_collection(settings, name)
+    return edge is None or edge.exists  # a server collection is opened (and created if absent) as usual
 
 
 def _plan_report(plan: Plan, report: Report) -> None:
@@ -112,10 +112,13 @@ def run_ingest(
     collection = opts.collection or settings.qdrant.collection
 
     owns_index = index is None
+    if owns_index:
+        check_index_free(settings, collection)  # BusyError before anything is loaded or written
     if opts.dry_run and index is None and not _collection_exists(settings, collection):
         records: list[DocumentRecord] = []  # dry run against a collection that does not exist yet: do not create it
     else:
-        embedder = embedder or build_embedder(settings)
+        # Lazy: the model loads only when a document needs embedding, so an unchanged run never loads it.
+        embedder = embedder or build_embedder(settings, lazy=True)
         index = index or build_index(settings, embedder, collection=collection)
         records = index.list_documents()
     try:
