@@ -99,8 +99,10 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
         return EXIT_INTERRUPTED
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
-    else:
+    elif sys.stdout.isatty():
         report.render(Console())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in report.plain_lines()))  # a pipe, a Job log: no wrapping
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -169,7 +169,8 @@ def run_ingest(
         report.seconds = time.monotonic() - t0
         if owns_index and index is not None:
             index.close()
-    log.info(
+    # DEBUG: the report itself is printed once, on stdout (ingest/cli.py); this repeats it for debugging.
+    log.debug(
         "ingest done: added=%d updated=%d acl_updated=%d unchanged=%d deleted=%d failed=%d chunks_written=%d %.2fs",
         report.added,
         report.updated,

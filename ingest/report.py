@@ -1,13 +1,33 @@
-"""The final report: the contract's JSON object (plus extra keys), or a summary table."""
+"""The final report: the contract's JSON object (plus extra keys), a summary table on a terminal, or plain lines.
+
+Plain lines (stdout not a terminal: a pipe, a Job log) are never wrapped: one line
+for the counts, one per failure, so a log search finds a failure whole.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe(text: str) -> str:
+    """Control characters, line breaks and bidi overrides escaped: a file name cannot fake or split a line.
+
+    Stand-in for ``ingest.terminal.safe`` (ingest-sec's), which replaces it at merge.
+    """
+    return _UNSAFE.sub(_escape_char, text)
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass
@@ -60,12 +80,36 @@ class Report:
             out["error"] = self.error
         return out
 
+    def counts(self) -> list[tuple[str, int]]:
+        return [
+            ("added", self.added),
+            ("updated", self.updated),
+            ("acl_updated", self.acl_updated),
+            ("unchanged", self.unchanged),
+            ("deleted", self.deleted),
+            ("failed", len(self.failed)),
+            ("chunks_written", self.chunks_written),
+            ("chunks_flagged", self.chunks_flagged),
+            ("chunks_quarantined", self.chunks_quarantined),
+        ]
+
+    def plain_lines(self) -> list[str]:
+        """The report as unwrapped lines: the counts, then each planned action, failure and error on its own."""
+        head = "docquery ingest" + (" (dry run, nothing written)" if self.dry_run else "") + ": "
+        lines = [head + " ".join(f"{k}={v}" for k, v in self.counts()) + f" seconds={self.seconds:.1f}"]
+        for action, paths in (self.plan or {}).items():
+            lines.extend(f"plan {action} {_safe(path)}" for path in paths)
+        lines.extend(f"failed {_safe(f['path'])}: {_safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
+        if self.error:
+            lines.append(f"error {_safe(self.error)}")
+        return lines
+
     def render(self, console: Console) -> None:
         if self.plan is not None:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():
                 for path in paths:
-                    console.print(f"  {action:<10} {path}", markup=False, highlight=False)
+                    console.print(f"  {action:<10} {_safe(path)}", markup=False, highlight=False)
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
@@ -84,7 +128,13 @@ class Report:
             table.add_row(name, str(value))
         table.add_row("seconds", f"{self.seconds:.1f}")
         console.print(table)
-        for f in sorted(self.failed, key=lambda f: f["path"]):
-            console.print(f"[red]failed[/red] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)
+        for f in sorted(self.failed, key=_by_path):
+            console.print(
+                f"[red]failed[/red] {escape(_safe(f['path']))}: {escape(_safe(f['reason']))}", highlight=False
+            )
         if self.error:
-            console.print(f"[red]error[/red] {escape(self.error)}", highlight=False)
+            console.print(f"[red]error[/red] {escape(_safe(self.error))}", highlight=False)
+
+
+def _by_path(failure: dict[str, str]) -> str:
+    return failure["path"]
