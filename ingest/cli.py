@@ -44,13 +44,23 @@ def register(sub: Any) -> None:
         description="Index files (txt, md, html, pdf, docx). PATH may be a file or a folder (walked recursively). "
         "ACLs come from .docquery-acl.yaml files in the folders, else from --groups/--public.",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="files or folders to index (folders recursively)"
+    )
     acl = p.add_mutually_exclusive_group()
     acl.add_argument("--groups", default=None, help="groups for documents no .docquery-acl.yaml covers (G1,G2)")
     acl.add_argument("--public", action="store_true", help="documents no ACL file covers are public")
-    p.add_argument("--collection", default=None)
-    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only matching files (repeatable)")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files (repeatable)")
+    p.add_argument("--collection", default=None, help="collection to write (default DOCQUERY_QDRANT__COLLECTION)")
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only files matching GLOB (repeatable; see docs/ingestion.md)",
+    )
+    p.add_argument(
+        "--exclude", action="append", default=[], metavar="GLOB", help="skip files matching GLOB (repeatable)"
+    )
     p.add_argument("--delete-missing", action="store_true", help="remove documents under PATH whose files are gone")
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     p.add_argument("--shard", default=None, metavar="I/N", help="index only shard I of N (by relative path hash)")

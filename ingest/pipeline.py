@@ -29,7 +29,7 @@ from ingest.model import PlannedDoc, UsageError
 from ingest.plan import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path
 from ingest.prepare import PrepareConfig, prepare
 from ingest.progress import NullProgress, Progress
-from ingest.report import Report
+from ingest.report import Report, safe_text
 from ingest.stream import StreamConfig, index_documents
 
 log = logging.getLogger("ingest")
@@ -63,6 +63,18 @@ def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
 def _collection_exists(settings: Settings, name: str) -> bool:
     edge = edge_collection(settings, name)
     return edge is None or edge.exists  # a server collection is opened (and created if absent) as usual
+
+
+def _warn_empty_paths(opts: IngestOptions, discovery: Discovery) -> None:
+    """A PATH with nothing to index is a warning, not a silent no-op: usually a typo in it or in a glob."""
+    found = [f.root / f.rel for f in discovery.files] + [Path(p) for p, _ in discovery.rejected]
+    for given in opts.paths:
+        where = given.resolve()
+        if not any(p == where or where in p.parents for p in found):
+            scope = " in this shard" if opts.shard.count > 1 else ""
+            globs = " after --include/--exclude" if opts.filters.include or opts.filters.exclude else ""
+            # A path is untrusted text: escaped as in the report (ingest.terminal.safe at merge).
+            log.warning("%s holds no file to index%s%s", safe_text(str(given)), globs, scope)
 
 
 def _plan_report(plan: Plan, report: Report) -> None:
@@ -108,6 +120,7 @@ def run_ingest(
     spec = chunk_spec(settings)
     resolver = AclResolver(opts.groups, opts.acl_origin)
     discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
+    _warn_empty_paths(opts, discovery)
     fingerprint = pipeline_fingerprint(spec, cfg.quarantine_flagged)
     collection = opts.collection or settings.qdrant.collection
 

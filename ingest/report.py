@@ -17,7 +17,7 @@ from rich.table import Table
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def _safe(text: str) -> str:
+def safe_text(text: str) -> str:
     """Control characters, line breaks and bidi overrides escaped: a file name cannot fake or split a line.
 
     Stand-in for ``ingest.terminal.safe`` (ingest-sec's), which replaces it at merge.
@@ -98,10 +98,12 @@ class Report:
         head = "docquery ingest" + (" (dry run, nothing written)" if self.dry_run else "") + ": "
         lines = [head + " ".join(f"{k}={v}" for k, v in self.counts()) + f" seconds={self.seconds:.1f}"]
         for action, paths in (self.plan or {}).items():
-            lines.extend(f"plan {action} {_safe(path)}" for path in paths)
-        lines.extend(f"failed {_safe(f['path'])}: {_safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
+            lines.extend(f"plan {action} {safe_text(path)}" for path in paths)
+        lines.extend(
+            f"failed {safe_text(f['path'])}: {safe_text(f['reason'])}" for f in sorted(self.failed, key=_by_path)
+        )
         if self.error:
-            lines.append(f"error {_safe(self.error)}")
+            lines.append(f"error {safe_text(self.error)}")
         return lines
 
     def render(self, console: Console) -> None:
@@ -109,7 +111,7 @@ class Report:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():
                 for path in paths:
-                    console.print(f"  {action:<10} {_safe(path)}", markup=False, highlight=False)
+                    console.print(f"  {action:<10} {safe_text(path)}", markup=False, highlight=False)
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
@@ -130,10 +132,10 @@ class Report:
         console.print(table)
         for f in sorted(self.failed, key=_by_path):
             console.print(
-                f"[red]failed[/red] {escape(_safe(f['path']))}: {escape(_safe(f['reason']))}", highlight=False
+                f"[red]failed[/red] {escape(safe_text(f['path']))}: {escape(safe_text(f['reason']))}", highlight=False
             )
         if self.error:
-            console.print(f"[red]error[/red] {escape(_safe(self.error))}", highlight=False)
+            console.print(f"[red]error[/red] {escape(safe_text(self.error))}", highlight=False)
 
 
 def _by_path(failure: dict[str, str]) -> str:
