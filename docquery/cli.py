@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import sys
@@ -22,10 +23,18 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from rich.console import Console
 
 from docquery.domain import Answer, Principal
-from docquery.errors import DocQueryError, VectorIndexError
+from docquery.errors import ConfigError, DocQueryError, VectorIndexError
 from docquery.evaluation.cli import register as register_eval
 from docquery.logs import configure_logging, resolve_format
-from docquery.preflight import EXIT_BUSY, BusyError, check_index_free, edge_collection, is_lock_failure
+from docquery.preflight import (
+    EXIT_BUSY,
+    BusyError,
+    bind_socket,
+    check_index_free,
+    edge_collection,
+    is_lock_failure,
+    port_busy,
+)
 from docquery.settings import Settings, SettingsError, load_settings
 from docquery.wiring import Components, build_components
 
@@ -117,7 +126,6 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from docquery.api.app import create_app
     from docquery.api.server import server_options
-    from docquery.preflight import bind_socket, port_busy
 
     # Everything another process can hold is checked before the model loads.
     check_index_free(settings)
@@ -131,7 +139,12 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             try:
                 # Its own port, so a NetworkPolicy can open metrics to monitoring only.
                 start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
-            except OSError:
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise ConfigError(
+                        f"cannot listen on {args.host}:{settings.metrics_port} for metrics: {exc.strerror}; "
+                        "check DOCQUERY_METRICS_PORT"
+                    ) from None
                 raise port_busy(
                     args.host, settings.metrics_port, what="metrics", setting="DOCQUERY_METRICS_PORT"
                 ) from None
