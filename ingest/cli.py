@@ -10,10 +10,15 @@ what was indexed stays indexed, and a re-run continues.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -30,6 +35,7 @@ from ingest.progress import make_progress
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
+STOPPING = "docquery ingest: stopping once the batch being embedded is written (Ctrl-C again to stop now)"
 INTERRUPTED = (
     "docquery ingest: interrupted; documents indexed before the interrupt are kept and nothing indexed "
     "earlier is lost; run the same command again to continue (unchanged documents are skipped)"
@@ -119,4 +125,24 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before any component starts a thread (docquery/malloc.py)
-    return run(args, settings)
+    with _ctrl_c_says_what_happens():
+        return run(args, settings)
+
+
+@contextlib.contextmanager
+def _ctrl_c_says_what_happens() -> Iterator[None]:
+    """The first Ctrl-C says that the embed call in flight finishes first; a second one stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.stderr.write(STOPPING + "\n")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -190,10 +190,11 @@ def test_ctrl_c_during_ingest(tmp_path: Path) -> None:
     assert proc.returncode == _EXIT_INTERRUPTED, text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     assert text.count("interrupted") == 1 and "run the same command again to continue" in text
+    assert text.index("docquery ingest: stopping once the batch") < text.index("docquery ingest: interrupted")
     assert out == ""  # no report of a run that did not finish
     # stderr is not a terminal: every log line is one JSON object; the outcome is the one plain line.
     for line in text.splitlines():
-        if line.strip() and not line.startswith("docquery ingest: interrupted"):
+        if line.strip() and not line.startswith(("docquery ingest: interrupted", "docquery ingest: stopping")):
             assert isinstance(json.loads(line), dict), line
 
     # Nothing indexed is lost, and the re-run continues: what was written is unchanged now.
