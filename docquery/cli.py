@@ -2,32 +2,66 @@
 
 ``docquery ingest`` is contributed by the ``ingest`` package through the
 ``docquery.commands`` entry-point group, so this module never imports ``ingest``.
+
+Exit codes (docs/contract.md): 0 done; 1 some work failed (ingest); 2 usage or
+configuration error; 3 busy (another process holds the embedded index or a port);
+4 ``ask`` found no documents in the index; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 
 from rich.console import Console
 
 from docquery.domain import Answer, Principal
-from docquery.errors import DocQueryError
+from docquery.errors import ConfigError, DocQueryError, VectorIndexError
 from docquery.evaluation.cli import register as register_eval
+from docquery.logs import configure_logging, resolve_format
+from docquery.preflight import (
+    EXIT_BUSY,
+    BusyError,
+    bind_socket,
+    check_index_free,
+    edge_collection,
+    is_lock_failure,
+    port_busy,
+)
 from docquery.settings import Settings, SettingsError, load_settings
 from docquery.settings_report import register as register_config
 from docquery.wiring import Components, build_components
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_EMPTY = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
+log = logging.getLogger("docquery.cli")
+
+
+class EmptyIndexError(DocQueryError):
+    """``ask`` against a collection that does not exist or holds no chunks."""
+
+
+class UsageProblem(DocQueryError):
+    """A flag's value is out of range: exit 2."""
 
 
 def parse_groups(value: str | None) -> frozenset[str]:
     return frozenset(g.strip() for g in (value or "").split(",") if g.strip())
+
+
+def docquery_version() -> str:
+    try:
+        return version("docquery")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 async def _answer_once(components: Components, question: str, principal: Principal, top_k: int) -> Answer:
@@ -37,11 +71,36 @@ async def _answer_once(components: Components, question: str, principal: Princip
         await components.release_loop_resources()
 
 
+def _top_k(requested: int | None, settings: Settings) -> int:
+    # The same bounds as the API (docquery/api/limits.py): 1..DOCQUERY_RETRIEVAL__MAX_TOP_K.
+    high = settings.retrieval.max_top_k
+    if requested is None:
+        return min(settings.retrieval.top_k, high)
+    if not 1 <= requested <= high:
+        raise UsageProblem(f"--top-k must be between 1 and {high} (DOCQUERY_RETRIEVAL__MAX_TOP_K), got {requested}")
+    return requested
+
+
+def _empty(settings: Settings, collection: str, why: str) -> EmptyIndexError:
+    where = f"DOCQUERY_DATA_DIR={settings.data_dir}" if not settings.qdrant.url else "the Qdrant server"
+    return EmptyIndexError(
+        f"the index is empty: collection {collection!r} in {where} {why}; "
+        "ingest documents first (`docquery ingest PATH`), or point DOCQUERY_DATA_DIR at the index you ingested into"
+    )
+
+
 def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
-    components = build_components(settings, collection=args.collection)
+    top_k = _top_k(args.top_k, settings)
+    collection = args.collection or settings.qdrant.collection
+    edge = edge_collection(settings, collection)
+    if edge is not None and not edge.exists:
+        raise _empty(settings, collection, "does not exist")  # and is not created: a typo must not look like data
+    check_index_free(settings, collection)
+    components = build_components(settings, collection=collection, lazy_model=True)
     try:
+        if components.index.count_chunks() == 0:
+            raise _empty(settings, collection, "holds no documents")
         principal = Principal(id="cli", groups=parse_groups(args.as_groups))
-        top_k = args.top_k or settings.retrieval.top_k
         answer = asyncio.run(_answer_once(components, args.question, principal, top_k))
     finally:
         components.close()
@@ -69,33 +128,56 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.api.app import create_app
     from docquery.api.server import server_options
 
-    # Raises ConfigError (exit 2) in the prod profile when no auth is configured.
-    app = create_app(settings)
-    if settings.metrics_port:
-        from docquery.api.metrics import start_metrics_server
+    # Everything another process can hold is checked before the model loads.
+    check_index_free(settings)
+    sock = bind_socket(args.host, args.port, what="API", setting="--port")
+    try:
+        # Raises ConfigError (exit 2) in the prod profile when no auth is configured.
+        app = create_app(settings)
+        if settings.metrics_port:
+            from docquery.api.metrics import start_metrics_server
 
-        # Its own port, so a NetworkPolicy can open metrics to monitoring only.
-        start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
-    uvicorn.run(app, host=args.host, port=args.port, **server_options(settings.log_level))
+            try:
+                # Its own port, so a NetworkPolicy can open metrics to monitoring only.
+                start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise ConfigError(
+                        f"cannot listen on {args.host}:{settings.metrics_port} for metrics: {exc.strerror}; "
+                        "check DOCQUERY_METRICS_PORT"
+                    ) from None
+                raise port_busy(
+                    args.host, settings.metrics_port, what="metrics", setting="DOCQUERY_METRICS_PORT"
+                ) from None
+        # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/logs.py), so
+        # its lines have the same format as ours instead of uvicorn's own.
+        options = server_options(settings.log_level) | {"log_config": None}
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+    finally:
+        sock.close()
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docquery", description="Secure question answering over your documents.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {docquery_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ask = sub.add_parser("ask", help="answer a question locally (no server)")
-    ask.add_argument("question")
+    ask = sub.add_parser("ask", help="answer a question locally (no server)", description="Answer a question locally.")
+    ask.add_argument("question", help="the question (never logged)")
     ask.add_argument("--as-groups", default="", help="the caller's groups, comma-separated; none sees nothing")
-    ask.add_argument("--top-k", type=int, default=None)
-    ask.add_argument("--collection", default=None)
+    ask.add_argument(
+        "--top-k", type=int, default=None, metavar="K",
+        help="passages to retrieve, 1..DOCQUERY_RETRIEVAL__MAX_TOP_K (default DOCQUERY_RETRIEVAL__TOP_K)",
+    )  # fmt: skip
+    ask.add_argument("--collection", default=None, help="collection to ask (default DOCQUERY_QDRANT__COLLECTION)")
     ask.add_argument("--json", action="store_true", help="print the same object POST /v1/query returns")
     ask.set_defaults(handler=_cmd_ask)
 
-    serve = sub.add_parser("serve", help="run the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-    serve.set_defaults(handler=_cmd_serve)
+    serve = sub.add_parser("serve", help="run the HTTP API", description="Run the HTTP API.")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="API port (default 8080); metrics: DOCQUERY_METRICS_PORT")
+    serve.set_defaults(handler=_cmd_serve, prefer_json_logs=True)
 
     register_eval(sub)
     register_config(sub)
@@ -105,20 +187,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _early_logging() -> None:
+    """Until settings are loaded (they may warn), log as the environment asks, best effort."""
+    try:
+        configure_logging(
+            os.environ.get("DOCQUERY_LOG_LEVEL", "INFO"),
+            resolve_format(os.environ.get("DOCQUERY_LOG_FORMAT", "auto"), stream=sys.stderr, prefer_json=False),
+        )
+    except DocQueryError:
+        configure_logging("INFO", "text")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    _early_logging()
     try:
         settings = load_settings()
-    except (SettingsError, ValueError) as exc:
+        fmt = resolve_format(
+            settings.log_format,
+            stream=sys.stderr,
+            prefer_json=settings.is_prod or bool(getattr(args, "prefer_json_logs", False)),
+        )
+        configure_logging(settings.log_level, fmt)
+    except (SettingsError, ValueError, DocQueryError) as exc:
         sys.stderr.write(f"docquery: configuration error: {_first_line(exc)}\n")
         return EXIT_USAGE
     try:
-        return int(args.handler(args, settings))
+        return _run(args, settings)
     except DocQueryError as exc:
         sys.stderr.write(f"docquery: {exc}\n")
-        return EXIT_USAGE
+        return _exit_code(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("docquery: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        return int(args.handler(args, settings))
+    except VectorIndexError as exc:
+        if is_lock_failure(exc):  # opened by another process between the check and the open
+            raise BusyError("the embedded index is open in another process: stop it and retry") from None
+        raise
+
+
+def _exit_code(exc: DocQueryError) -> int:
+    if isinstance(exc, BusyError):
+        return EXIT_BUSY
+    if isinstance(exc, EmptyIndexError):
+        return EXIT_EMPTY
+    return EXIT_USAGE
 
 
 def _first_line(exc: Exception) -> str:

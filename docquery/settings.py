@@ -243,6 +243,9 @@ class Settings(BaseSettings):
     """Port of the Prometheus metrics listener of `serve`, apart from the API; 0 = off."""
     log_level: str = "INFO"
     """Log level (`DEBUG`, `INFO`, `WARNING`, `ERROR`)."""
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """Log format: `json` (one object per line), `text`, or `auto`: JSON for `serve`, in the prod profile and
+    when stderr is not a terminal; text on a terminal."""
 
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)

@@ -170,9 +170,17 @@ def _no_key() -> None:
     return None
 
 
-def build_embedder(settings: Settings, secrets: SecretSource | None = None) -> Embedder:
+def build_embedder(settings: Settings, secrets: SecretSource | None = None, *, lazy: bool = False) -> Embedder:
+    """``lazy``: the local model loads on first use (docquery/lazy_embedder.py), so the index opens first."""
     source = secrets or build_secret_source(settings)
-    return EMBEDDERS[settings.embedder.kind](settings, secret_getter(source, EMBEDDER_API_KEY))
+    make = EMBEDDERS[settings.embedder.kind]
+    keys = secret_getter(source, EMBEDDER_API_KEY)
+    if lazy and settings.embedder.kind == "local":
+        from docquery.lazy_embedder import LazyEmbedder, local_model_spec
+
+        model_id, dimension = local_model_spec()
+        return LazyEmbedder(model_id, dimension, lambda: make(settings, keys))
+    return make(settings, keys)
 
 
 def build_index(
@@ -212,11 +220,24 @@ def build_components(
     generator: Generator | None = None,
     collection: str | None = None,
     secrets: SecretSource | None = None,
+    lazy_model: bool = False,
 ) -> Components:
     # Keys are read through the secret source on every call, so a rotated
     # Vault-rendered file takes effect without a restart.
     secrets = secrets or build_secret_source(settings)
-    embedder = embedder or build_embedder(settings, secrets)
+    if embedder is None:
+        # The index opens before the model loads: a locked or mismatched index fails fast.
+        embedder = build_embedder(settings, secrets, lazy=True)
+        opened = index is None
+        index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
+        load = getattr(embedder, "load", None)
+        if not lazy_model and callable(load):
+            try:
+                embedder = load()
+            except Exception:
+                if opened:
+                    index.close()
+                raise
     index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
     generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, LLM_API_KEY))
     pipeline = RagPipeline(

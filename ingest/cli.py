@@ -3,22 +3,30 @@
 Exit codes (CONTRACT.md): 0 every file indexed, unchanged or skipped (a type DocQuery does not
 read; ``--strict`` makes skips failures); 1 some files failed
 (the others are indexed, the failures listed) or the run stopped on an index
-error; 2 usage or configuration error, with nothing written.
+error; 2 usage or configuration error, with nothing written; 3 another process
+holds the embedded index (nothing loaded or written); 130 interrupted (Ctrl-C):
+what was indexed stays indexed, and a re-run continues.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
 
 from docquery.collection import PUBLIC_GROUP
 from docquery.malloc import tune_for_bulk_embedding
+from docquery.preflight import EXIT_BUSY, BusyError
 from docquery.settings import Settings
 from ingest.acl import parse_groups
 from ingest.discover import Filters, parse_shard
@@ -28,6 +36,12 @@ from ingest.progress import make_progress
 from ingest.terminal import safe
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
+STOPPING = "docquery ingest: stopping once the batch being embedded is written (Ctrl-C again to stop now)"
+INTERRUPTED = (
+    "docquery ingest: interrupted; documents indexed before the interrupt are kept and nothing indexed "
+    "earlier is lost; run the same command again to continue (unchanged documents are skipped)"
+)
 log = logging.getLogger("ingest")
 
 
@@ -38,13 +52,23 @@ def register(sub: Any) -> None:
         description="Index files (txt, md, html, pdf, docx). PATH may be a file or a folder (walked recursively). "
         "ACLs come from .docquery-acl.yaml files in the folders, else from --groups/--public.",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="files or folders to index (folders recursively)"
+    )
     acl = p.add_mutually_exclusive_group()
     acl.add_argument("--groups", default=None, help="groups for documents no .docquery-acl.yaml covers (G1,G2)")
     acl.add_argument("--public", action="store_true", help="documents no ACL file covers are public")
-    p.add_argument("--collection", default=None)
-    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only matching files (repeatable)")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files (repeatable)")
+    p.add_argument("--collection", default=None, help="collection to write (default DOCQUERY_QDRANT__COLLECTION)")
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only files matching GLOB (repeatable; see docs/ingestion.md)",
+    )
+    p.add_argument(
+        "--exclude", action="append", default=[], metavar="GLOB", help="skip files matching GLOB (repeatable)"
+    )
     p.add_argument("--delete-missing", action="store_true", help="remove documents under PATH whose files are gone")
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     p.add_argument("--shard", default=None, metavar="I/N", help="index only shard I of N (by relative path hash)")
@@ -85,14 +109,44 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
     except UsageError as exc:
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return EXIT_USAGE
+    except BusyError as exc:
+        sys.stderr.write(f"docquery ingest: {exc}\n")
+        return EXIT_BUSY
+    except KeyboardInterrupt:
+        # Records are written per document after its chunks (ingest/stream.py), so a partly
+        # indexed document stays "pending" and the re-run redoes it.
+        sys.stderr.write(INTERRUPTED + "\n")
+        return EXIT_INTERRUPTED
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
-    else:
+    elif sys.stdout.isatty():
         report.render(Console())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in report.plain_lines()))  # a pipe, a Job log: no wrapping
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before any component starts a thread (docquery/malloc.py)
-    return run(args, settings)
+    with _ctrl_c_says_what_happens():
+        return run(args, settings)
+
+
+@contextlib.contextmanager
+def _ctrl_c_says_what_happens() -> Iterator[None]:
+    """The first Ctrl-C says that the embed call in flight finishes first; a second one stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.stderr.write(STOPPING + "\n")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -8,9 +8,13 @@
   document): the document is the target file, with the target's path relative to
   the root and the target's ACL, as if the walk had reached it directly. Links
   that leave the root, point into a dot-path, dangle or loop are refused.
-* Globs use ``fnmatch``: a pattern without ``/`` matches the file name
-  (``*.md``), a pattern with ``/`` matches the path relative to the root, and
-  ``*`` also matches across folders (``drafts/*``).
+* Globs (docs/ingestion.md, "Choosing files"): a pattern without ``/`` matches the
+  file name or any folder name on the path (``*.md``, ``drafts``); a pattern with
+  ``/`` matches the path relative to the root or one of its folders
+  (``drafts/deep``), where ``*`` also matches across folders (``drafts/*``) and
+  ``**/`` matches zero or more folders
+  (``docs/**/*.md`` takes ``docs/a.md`` too); a trailing ``/`` matches folders
+  only (``drafts/``); a leading ``./`` is ignored. Matching is case-sensitive.
 * ``--shard I/N`` keeps the files whose relative path hashes to ``I`` modulo ``N``
   (SHA-256), so N jobs cover the corpus with no overlap and no gap.
 """
@@ -73,14 +77,35 @@ class Filters:
     exclude: tuple[str, ...] = ()
 
     def accepts(self, rel: str) -> bool:
-        name = rel.rsplit("/", 1)[-1]
-
-        def match(pattern: str) -> bool:
-            return fnmatchcase(rel if "/" in pattern else name, pattern)
-
-        if self.include and not any(match(p) for p in self.include):
+        if self.include and not any(glob_match(p, rel) for p in self.include):
             return False
-        return not any(match(p) for p in self.exclude)
+        return not any(glob_match(p, rel) for p in self.exclude)
+
+
+def glob_match(pattern: str, rel: str) -> bool:
+    """``rel`` is a file's path relative to its root, with ``/``; see the module docstring."""
+    pattern = pattern.removeprefix("./")
+    parts = rel.split("/")
+    folders_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    if "/" not in pattern:
+        return any(fnmatchcase(part, pattern) for part in (parts[:-1] if folders_only else parts))
+    # The path itself, or one of its folders: excluding a folder excludes what is in it.
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+    return any(_path_match(pattern, c) for c in (folders if folders_only else [*folders, rel]))
+
+
+def _path_match(pattern: str, rel: str) -> bool:
+    return any(fnmatchcase(rel, variant) for variant in _zero_folder_variants(pattern))
+
+
+def _zero_folder_variants(pattern: str) -> list[str]:
+    """fnmatch's ``**/`` needs at least one folder: add each combination of them matching none."""
+    head, sep, tail = pattern.partition("**/")
+    if not sep:
+        return [pattern]
+    rest = _zero_folder_variants(tail)
+    return [head + "**/" + t for t in rest] + [head + t for t in rest]
 
 
 @dataclass

@@ -19,8 +19,9 @@ from docquery.chunking import ChunkSpec, tokenizer_for
 from docquery.domain import DocumentRecord
 from docquery.errors import DocQueryError
 from docquery.ports import Embedder, IndexAdapter
+from docquery.preflight import check_index_free, edge_collection
 from docquery.settings import Settings
-from docquery.wiring import build_embedder, build_index, index_kind
+from docquery.wiring import build_embedder, build_index
 from ingest.acl import AclResolver
 from ingest.discover import Discovery, Filters, Shard, discover
 from ingest.loaders import Limits
@@ -62,9 +63,20 @@ def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
 
 
 def _collection_exists(settings: Settings, name: str) -> bool:
-    if index_kind(settings) != "edge":
-        return True  # a server collection is opened (and created if absent) as usual
-    return (settings.data_dir / "collections" / name / "edge_config.json").exists()
+    edge = edge_collection(settings, name)
+    return edge is None or edge.exists  # a server collection is opened (and created if absent) as usual
+
+
+def _warn_empty_paths(opts: IngestOptions, discovery: Discovery) -> None:
+    """A PATH with nothing to index is a warning, not a silent no-op: usually a typo in it or in a glob."""
+    found = [f.root / f.rel for f in discovery.files] + [Path(p) for p, _ in discovery.rejected]
+    for given in opts.paths:
+        where = given.resolve()
+        if not any(p == where or where in p.parents for p in found):
+            scope = " in this shard" if opts.shard.count > 1 else ""
+            globs = " after --include/--exclude" if opts.filters.include or opts.filters.exclude else ""
+            # A path is untrusted text: escaped as in the report (ingest.terminal.safe at merge).
+            log.warning("%s holds no file to index%s%s", safe(str(given)), globs, scope)
 
 
 def _plan_report(plan: Plan, report: Report) -> None:
@@ -135,14 +147,18 @@ def run_ingest(
     spec = chunk_spec(settings)
     resolver = AclResolver(opts.groups, opts.acl_origin)
     discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
+    _warn_empty_paths(opts, discovery)
     fingerprint = pipeline_fingerprint(spec, cfg.quarantine_flagged)
     collection = opts.collection or settings.qdrant.collection
 
     owns_index = index is None
+    if owns_index:
+        check_index_free(settings, collection)  # BusyError before anything is loaded or written
     if opts.dry_run and index is None and not _collection_exists(settings, collection):
         records: list[DocumentRecord] = []  # dry run against a collection that does not exist yet: do not create it
     else:
-        embedder = embedder or build_embedder(settings)
+        # Lazy: the model loads only when a document needs embedding, so an unchanged run never loads it.
+        embedder = embedder or build_embedder(settings, lazy=True)
         index = index or build_index(settings, embedder, collection=collection)
         records = index.list_documents()
     try:
@@ -196,7 +212,8 @@ def run_ingest(
         report.seconds = time.monotonic() - t0
         if owns_index and index is not None:
             index.close()
-    log.info(
+    # DEBUG: the report itself is printed once, on stdout (ingest/cli.py); this repeats it for debugging.
+    log.debug(
         "ingest done: added=%d updated=%d acl_updated=%d unchanged=%d deleted=%d failed=%d chunks_written=%d %.2fs",
         report.added,
         report.updated,

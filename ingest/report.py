@@ -1,4 +1,8 @@
-"""The final report: the contract's JSON object (plus extra keys), or a summary table."""
+"""The final report: the contract's JSON object (plus extra keys), a summary table on a terminal, or plain lines.
+
+Plain lines (stdout not a terminal: a pipe, a Job log) are never wrapped: one line
+for the counts, one per failure, so a log search finds a failure whole.
+"""
 
 from __future__ import annotations
 
@@ -71,6 +75,33 @@ class Report:
             out["error"] = self.error
         return out
 
+    def counts(self) -> list[tuple[str, int]]:
+        return [
+            ("added", self.added),
+            ("updated", self.updated),
+            ("acl_updated", self.acl_updated),
+            ("unchanged", self.unchanged),
+            ("deleted", self.deleted),
+            ("failed", len(self.failed)),
+            ("skipped", len(self.skipped)),
+            ("chunks_written", self.chunks_written),
+            ("chunks_flagged", self.chunks_flagged),
+            ("chunks_quarantined", self.chunks_quarantined),
+        ]
+
+    def plain_lines(self) -> list[str]:
+        """The report as unwrapped lines: the counts, then each planned action, failure and error on its own."""
+        head = "docquery ingest" + (" (dry run, nothing written)" if self.dry_run else "") + ": "
+        lines = [head + " ".join(f"{k}={v}" for k, v in self.counts()) + f" seconds={self.seconds:.1f}"]
+        for action, paths in (self.plan or {}).items():
+            lines.extend(f"plan {action} {safe(path)}" for path in paths)
+        lines.extend(f"failed {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
+        lines.extend(f"skipped {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.skipped, key=_by_path))
+        lines.extend(f"acl {safe(f['path'])}: {safe(f['action'])}" for f in sorted(self.acl_previous, key=_by_path))
+        if self.error:
+            lines.append(f"error {safe(self.error)}")
+        return lines
+
     def render(self, console: Console) -> None:
         if self.plan is not None:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
@@ -96,11 +127,15 @@ class Report:
             table.add_row(name, str(value))
         table.add_row("seconds", f"{self.seconds:.1f}")
         console.print(table)
-        for f in sorted(self.failed, key=lambda f: f["path"]):
+        for f in sorted(self.failed, key=_by_path):
             console.print(f"[red]failed[/red] {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
-        for f in sorted(self.skipped, key=lambda f: f["path"]):
+        for f in sorted(self.skipped, key=_by_path):
             console.print(f"skipped {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
-        for f in sorted(self.acl_previous, key=lambda f: f["path"]):
+        for f in sorted(self.acl_previous, key=_by_path):
             console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
             console.print(f"[red]error[/red] {escape(safe(self.error))}", highlight=False)
+
+
+def _by_path(entry: dict[str, str]) -> str:
+    return entry["path"]

@@ -180,6 +180,7 @@ class _Embedding:
                 returned += 1
         self.budget.give(returned)
         live = [(e, i) for e, i in batch if e.prep.planned.doc_id not in self.shared.failed_docs]
+        self.shared.progress.embedding(len(live))
         vectors = self._vectors([e.prep.embed_texts[i] for e, i in live]) if live else []
         items: list[tuple[PreparedDoc, IndexedChunk]] = []
         if vectors is None:
@@ -314,6 +315,7 @@ def index_documents(
                         report.fail(str(planned.source.path), got)
                     progress.file_done()
                     continue
+                progress.prepared(len(got.chunks))
                 credit = budget.take(len(got.chunks), shared.stop)
                 if credit is None:
                     break

@@ -78,8 +78,9 @@ class AuditLog:
             rec["hash"] = _digest(rec)
             self._prev = rec["hash"]
             self._seq += 1
-            # Logged inside the lock so the line order matches the chain order.
-            self._log.info(json.dumps(rec, separators=(",", ":"), ensure_ascii=True))
+            # Logged inside the lock so the line order matches the chain order. ``extra``: the JSON
+            # log format writes the record as an object (docquery/logs.py), not as an escaped string.
+            self._log.info(json.dumps(rec, separators=(",", ":"), ensure_ascii=True), extra={"audit": rec})
         return rec
 
 
@@ -110,6 +111,8 @@ def verify_audit_log(lines: Iterable[str]) -> AuditVerification:
         except ValueError:
             result.errors.append(f"line {n}: not JSON")
             continue
+        if isinstance(rec, dict) and isinstance(rec.get("audit"), dict):
+            rec = rec["audit"]  # a JSON log line (docquery/logs.py): the record is its "audit" object
         if not isinstance(rec, dict) or not {"chain", "seq", "prev", "hash"} <= rec.keys():
             result.errors.append(f"line {n}: not an audit record")
             continue
@@ -141,12 +144,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines: list[str] = []
     for p in paths:
         with open(p, encoding="utf-8") as fh:  # noqa: PTH123
-            lines.extend(_json_part(line) for line in fh)
+            lines.extend(_json_part(line) for line in fh if _is_audit_line(line))
     res = verify_audit_log(lines)
     for err in res.errors:
         sys.stderr.write(err + "\n")
     sys.stdout.write(json.dumps({"ok": res.ok, "records": res.records, "chains": res.chains}) + "\n")
     return 0 if res.ok else 1
+
+
+def _is_audit_line(line: str) -> bool:
+    """A service log holds every logger's lines: keep the audit logger's (JSON or text format).
+
+    Skipping the others hides nothing: a removed or altered audit line breaks its chain.
+    """
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if stripped.startswith("{"):
+        try:
+            rec = json.loads(stripped)
+        except ValueError:
+            return True  # broken JSON is reported, never skipped
+        return not (isinstance(rec, dict) and "logger" in rec and rec["logger"] != AUDIT_LOGGER)
+    return AUDIT_LOGGER in stripped
 
 
 def _json_part(line: str) -> str:

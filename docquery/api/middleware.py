@@ -19,6 +19,7 @@ from docquery.api.audit import AuditLog
 from docquery.api.context import RequestContext, new_request_id
 from docquery.api.errors import envelope
 from docquery.api.metrics import Metrics
+from docquery.logs import REQUEST_ID
 
 log = logging.getLogger("docquery.api.access")
 
@@ -41,6 +42,7 @@ class RequestMiddleware:
             return
         ctx = RequestContext(request_id=new_request_id(_header(scope, b"x-request-id")), method=scope["method"])
         scope.setdefault("state", {})["ctx"] = ctx
+        rid_token = REQUEST_ID.set(ctx.request_id)  # every log line of this request carries its id
         started = False
 
         async def send_wrapper(message: Message) -> None:
@@ -69,6 +71,7 @@ class RequestMiddleware:
                 ctx.status = ctx.status or 500
         finally:
             self._finish(scope, ctx)
+            REQUEST_ID.reset(rid_token)
 
     def _finish(self, scope: Scope, ctx: RequestContext) -> None:
         route = scope.get("route")
