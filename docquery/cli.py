@@ -35,6 +35,7 @@ from docquery.preflight import (
     is_lock_failure,
     port_busy,
 )
+from docquery.secrets import refuse_env_secrets
 from docquery.settings import Settings, SettingsError, load_settings
 from docquery.settings_report import register as register_config
 from docquery.wiring import Components, build_components
@@ -204,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _early_logging()
     try:
         settings = load_settings()
+        # Before any command looks at the index: prod refuses a secret left in the environment.
+        refuse_env_secrets(settings.profile)
         fmt = resolve_format(
             settings.log_format,
             stream=sys.stderr,

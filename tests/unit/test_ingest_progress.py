@@ -87,7 +87,7 @@ def test_the_report_is_printed_once(
     (tmp_path / "docs" / "a.txt").write_text("Expense reports are due within 30 days.")
     args = argparse.Namespace(
         paths=[tmp_path / "docs"], public=False, groups="staff", collection=None, include=[], exclude=[],
-        delete_missing=False, dry_run=False, shard=None, json=False,
+        delete_missing=False, dry_run=False, shard=None, json=False, strict=False,
     )  # fmt: skip
     settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "none")
     assert run(args, settings, embedder=HashEmbedder()) == 0
