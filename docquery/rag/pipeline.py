@@ -16,7 +16,8 @@ from typing import Any
 from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
 from docquery.ports import AsyncEmbedder, Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, drop_invented_citations
-from docquery.rag.sanitize import Sanitizer, StreamSanitizer
+from docquery.rag.sanitize import Sanitizer
+from docquery.rag.sanitize_stream import StreamSanitizer
 
 
 @dataclass(frozen=True)
