@@ -42,7 +42,13 @@ class RequestContext:
         return time.perf_counter() - self.started
 
     def returned(self) -> tuple[list[str], list[str]]:
-        """Doc and chunk ids this request returned (from the trace, or set by the route)."""
+        """Doc and chunk ids this request returned (from the trace, or set by the route).
+
+        An error response returned none, whatever retrieval had found: the audit says what
+        the caller received. A stream that failed after it started did send its citations.
+        """
+        if not 200 <= self.status < 400:
+            return [], []
         if self.doc_ids or self.chunk_ids or self.trace is None:
             return self.doc_ids, self.chunk_ids
         return self.trace.doc_ids, self.trace.chunk_ids

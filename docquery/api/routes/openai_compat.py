@@ -25,7 +25,6 @@ from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, prime, sse_data
 from docquery.domain import Citation
 from docquery.rag.pipeline import StreamEvent
-from docquery.rag.sanitize import Sanitizer
 
 log = logging.getLogger("docquery.api")
 router = APIRouter(prefix="/v1")
@@ -46,11 +45,13 @@ def _question(body: ChatCompletionRequest) -> str:
     raise ApiError(422, "invalid request: messages: no user message")
 
 
-def sources_footer(citations: list[Citation], sanitizer: Sanitizer) -> str:
+def sources_footer(citations: list[Citation]) -> str:
+    """The citations as text for chat UIs. Their fields are already safe (``RagPipeline.citations``),
+    and safe pieces joined with fixed text stay safe: not sanitised again (that would escape twice)."""
     if not citations:
         return ""
     lines = [f"[{c.id}] {c.title or c.source} ({c.source})" for c in citations]
-    return sanitizer("\n\nSources:\n" + "\n".join(lines))
+    return "\n\nSources:\n" + "\n".join(lines)
 
 
 @router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
@@ -63,7 +64,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
     if not body.stream:
         answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        content = answer.answer + sources_footer(answer.citations, c.pipeline.sanitizer)
+        content = answer.answer + sources_footer(answer.citations)
         return JSONResponse(
             {
                 "id": cid,
@@ -71,7 +72,12 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
                 "created": created,
                 "model": MODEL_ID,
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        # "length": the LLM stopped at its token limit and the answer is truncated.
+                        "finish_reason": answer.finish_reason or "stop",
+                    }
                 ],
                 "citations": [x.model_dump() for x in answer.citations],
                 "mode": answer.mode,
@@ -81,7 +87,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
-    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, sanitizer=c.pipeline.sanitizer)
+    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created)
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -103,7 +109,6 @@ async def _chunks(
     ctx: RequestContext,
     cid: str,
     created: int,
-    sanitizer: Sanitizer,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
 
@@ -115,9 +120,9 @@ async def _chunks(
         if ev.event == "delta":
             return sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
         if ev.event == "done":
-            footer = sources_footer(citations, sanitizer)
+            footer = sources_footer(citations)
             tail = sse_data(_chunk(cid, created, {"content": footer})) if footer else b""
-            return tail + sse_data(_chunk(cid, created, {}, "stop"))
+            return tail + sse_data(_chunk(cid, created, {}, ev.data.get("finish_reason") or "stop"))
         return b""
 
     try:
