@@ -75,7 +75,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
         # Its own port, so a NetworkPolicy can open metrics to monitoring only.
         start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
-    uvicorn.run(app, host=args.host, port=args.port, **server_options(settings.log_level))
+    uvicorn.run(app, host=args.host, port=args.port, **server_options(settings.log_level, settings.api))
     return EXIT_OK
 
 

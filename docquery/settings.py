@@ -145,6 +145,14 @@ class ApiSettings(BaseModel):
     rate_limit_burst: int = Field(default=20, ge=1)
     # Hosts that answer links may point to. Empty: every link is neutralised.
     link_allowlist: list[str] = Field(default_factory=list)
+    # Connection limits against slow and idle clients (docquery/api/protocol.py, docs/api.md).
+    head_timeout_s: float = Field(default=10.0, gt=0)  # the request head, from its first byte
+    body_timeout_s: float = Field(default=30.0, gt=0)  # the request body, from the end of the head
+    keepalive_timeout_s: float = Field(default=5.0, gt=0)  # a connection with no request in progress
+    max_connections: int = Field(default=512, ge=1)  # past it the longest-idle one is closed, else 503
+    max_head_bytes: int = Field(default=16 * 1024, ge=1024)  # request line and headers (431 past it)
+    # Share of the LLM's in-flight calls one principal may hold (503 for it alone past that).
+    llm_share: float = Field(default=0.5, gt=0, le=1)
 
 
 class IngestSettings(BaseModel):
