@@ -151,8 +151,13 @@ class ApiSettings(BaseModel):
     keepalive_timeout_s: float = Field(default=5.0, gt=0)  # a connection with no request in progress
     max_connections: int = Field(default=512, ge=1)  # past it the longest-idle one is closed, else 503
     max_head_bytes: int = Field(default=16 * 1024, ge=1024)  # request line and headers (431 past it)
-    # Share of the LLM's in-flight calls one principal may hold (503 for it alone past that).
-    llm_share: float = Field(default=0.5, gt=0, le=1)
+    # Share of the LLM's in-flight calls (llm.max_concurrency) one principal may hold; past it
+    # that principal alone gets 503, so one caller cannot starve the others.
+    llm_share: float = Field(default=0.25, gt=0, le=1)
+    # Failed authentications per client address (token bucket); past it the address gets 429
+    # for every credential, valid or not, so the answer reveals nothing about the credential.
+    auth_failures_per_minute: int = Field(default=10, ge=1)
+    auth_failure_burst: int = Field(default=20, ge=1)
 
 
 class IngestSettings(BaseModel):

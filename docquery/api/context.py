@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from docquery.rag.pipeline import Trace
@@ -32,6 +33,8 @@ class RequestContext:
     trace: Trace | None = None
     doc_ids: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
+    # Run when the request ends, however it ends (a stream whose body never started included).
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def use_trace(self) -> Trace:
         if self.trace is None:

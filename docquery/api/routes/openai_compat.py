@@ -18,7 +18,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from docquery.api.context import RequestContext
-from docquery.api.deps import QueryCall
+from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
@@ -62,7 +62,8 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
     trace = ctx.use_trace()
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
-        answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+        async with call.llm_slot():
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         content = answer.answer + sources_footer(answer.citations)
         return JSONResponse(
@@ -84,10 +85,16 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
                 "request_id": ctx.request_id,
             }
         )
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
-    head = await prime(events)
+    slot = call.llm_slot()
+    slot.take()
+    try:
+        events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+        head = await prime(events)
+    except BaseException:
+        slot.give_back()
+        raise
     ctx.outcome = "refused" if trace.refused else "answered"
-    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created)
+    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot)
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -109,6 +116,7 @@ async def _chunks(
     ctx: RequestContext,
     cid: str,
     created: int,
+    slot: LlmSlot,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
 
@@ -140,6 +148,7 @@ async def _chunks(
         yield sse_data({"error": {"type": err.type, "message": err.message, "request_id": ctx.request_id}})
         yield b"data: [DONE]\n\n"
     finally:
+        slot.give_back()
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
