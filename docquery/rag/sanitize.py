@@ -37,6 +37,7 @@ from docquery.rag.safe_url import HostAllowlist
 IMAGE_REMOVED = "(image removed)"
 LINK_REMOVED = "(link removed)"
 TEXT_REMOVED = "(text removed)"
+LABEL_CHARS = 1024
 
 # Without one of these the text has no link, image, HTML, entity, escape, bare URL or e-mail:
 # it is returned as it is (most deltas and citation fields).
@@ -75,8 +76,13 @@ class Sanitizer:
 
     def label(self, text: str) -> str:
         """A one-line field from a document (title, source, page, snippet): controls and newlines
-        become spaces, then the same rules as answers, so no block syntax and no markup."""
-        return self.render(" ".join(_CONTROL.sub(" ", text).split()))
+        become spaces, then the same rules as answers, so no block syntax and no markup. Longer
+        than ``LABEL_CHARS`` it is cut first (a heading can be any length; parsing is not linear
+        in pathological bracket runs)."""
+        flat = " ".join(_CONTROL.sub(" ", text).split())
+        if len(flat) > LABEL_CHARS:
+            flat = flat[: LABEL_CHARS - 1] + "…"
+        return self.render(flat)
 
     def render(self, text: str, *, at_line_start: bool = True) -> str:
         """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent."""
@@ -87,9 +93,11 @@ class Sanitizer:
         trail = text[len(core) + len(lead) :]
         if not core:
             return text
-        source = core if at_line_start else _MIDLINE + core
+        # After a newline in the leading whitespace the core does start a line.
+        midline = not at_line_start and "\n" not in lead
+        source = _MIDLINE + core if midline else core
         out = _Renderer(self.allow).blocks(SyntaxTreeNode(self._md.parse(source)).children, "\n\n")
-        if not at_line_start:
+        if midline:
             out = out.replace(_MIDLINE, "", 1)
         return lead + out + trail
 

@@ -166,6 +166,9 @@ def test_a_safe_label_keeps_ordinary_names(h: Harness) -> None:
     label = h.components.pipeline.sanitizer.label
     for name in ["hr/policy_2024.md", "Leave policy (2024) - v2", "p. 12", "Q&A: pay", "2026-12-01T08:00:00+00:00"]:
         assert label(name) == name
+    # A pathological heading is cut before it is parsed (bracket runs are not linear to parse).
+    long = label("[" * 50_000)
+    assert len(long) <= 2 * 1024 + 1 and long.endswith("…")
 
 
 # -- finish_reason ------------------------------------------------------------------------------
