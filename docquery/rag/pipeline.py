@@ -87,16 +87,6 @@ class RagPipeline:
         self.sanitizer = sanitizer
         self.retrieval = retrieval
 
-    @property
-    def generator(self) -> Generator:
-        return self._generator
-
-    @generator.setter
-    def generator(self, generator: Generator) -> None:
-        # Decided once per generator, like the embedder above.
-        self._generator = generator
-        self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
-
     async def search(self, question: str, principal: Principal, top_k: int, *, trace: Trace | None = None) -> list[Hit]:
         """ACL-filtered hits. The filter comes from the verified principal only."""
         acl: AclFilter = principal.acl()
@@ -147,6 +137,16 @@ class RagPipeline:
     def relevant(self, hits: list[Hit]) -> list[Hit]:
         floor = self.retrieval.min_dense_score
         return [h for h in hits if h.dense_score is None or h.dense_score >= floor]
+
+    @property
+    def generator(self) -> Generator:
+        return self._generator
+
+    @generator.setter
+    def generator(self, generator: Generator) -> None:
+        # Decided once per generator, like the embedder above.
+        self._generator = generator
+        self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
 
     def citations(self, hits: list[Hit]) -> list[Citation]:
         """Citations for ``hits``; every string from the index is made safe (it came from a document)."""
