@@ -50,8 +50,8 @@ _BARE = re.compile(
     r"|(?P<mail>(?<![a-z0-9._+-])[a-z0-9._+-]++@(?P<domain>[a-z0-9_-]++(?:\.[a-z0-9_-]++)*+))"
 )
 _ESCAPE = re.compile(r"(?P<cite>!?\[S\d{1,4}\])|(?P<char>[\[\]<`])|\\(?=[!-/:-@\[-`{-~]|$)|&(?=#?[a-zA-Z0-9]+;)")
-# A citation marker stays raw only before these (or at the end of its line): no "(", "[" or ":"
-# can follow and make it a link or a definition.
+# A citation marker stays raw only before these, a non-ASCII character, or the end of its line:
+# no "(", "[" or ":" can follow and make it a link or a definition.
 _CITE_FOLLOW = frozenset(" \t\n.,;")
 _BACKTICKS = re.compile(r"`+")
 _FENCE_INFO = re.compile(r"[A-Za-z0-9_+.-]{1,32}")
@@ -239,7 +239,7 @@ def _escape(text: str, *, end_ok: bool, tail: str) -> str:
         cite = m.group("cite")
         if cite is not None:
             after = text[m.end() : m.end() + 1] or tail
-            raw = after in _CITE_FOLLOW if after else end_ok
+            raw = (after in _CITE_FOLLOW or ord(after) > 127) if after else end_ok
             if raw:
                 return ("\\!" if cite.startswith("!") else "") + cite.lstrip("!")
             return ("\\!" if cite.startswith("!") else "") + "\\[" + cite.lstrip("!")[1:-1] + "\\]"

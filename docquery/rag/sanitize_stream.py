@@ -3,8 +3,9 @@
 Each released piece is sanitised on its own (``Sanitizer.render``); its output
 is closed, so pieces cannot form a construct across the seam. What is held back:
 
-* the word being written (text after the last whitespace): a URL, e-mail
-  address, entity or autolink is one word, and must be sanitised whole;
+* the word being written (text after the last whitespace or non-ASCII
+  character): a URL, e-mail address, entity or autolink is one word, and must
+  be sanitised whole;
 * when links to some hosts are allowed: from an unclosed ``[`` (or ``![``) on,
   so an allowlisted link arrives whole and keeps working; past ``LINK_HOLD``
   characters the bracket is given up on and released as text, which is safe
@@ -46,9 +47,9 @@ class StreamSanitizer:
         if self._sanitizer.allow:
             cut, hold = _link_safe_cut(pending, max(0, len(pending) - self.LINK_HOLD))
         else:
-            cut, hold = _last_space_before(pending, len(pending)), None
+            cut, hold = _last_cut_before(pending, len(pending)), None
         if cut == 0:
-            if hold is None and len(pending) > self.WORD_HOLD and not _last_space_before(pending, len(pending)):
+            if hold is None and len(pending) > self.WORD_HOLD and not _last_cut_before(pending, len(pending)):
                 self._pending = ""
                 self._dropping_word = True
                 return self._emit(TEXT_REMOVED)
@@ -72,15 +73,22 @@ class StreamSanitizer:
 
 def _after_word(delta: str) -> str | None:
     for i, ch in enumerate(delta):
-        if ch.isspace():
+        if ch.isspace() or ord(ch) > 127:
             return delta[i:]
     return None
 
 
-def _last_space_before(text: str, limit: int) -> int:
-    """Index just after the last whitespace in ``text[:limit]`` (0 when there is none)."""
+def _last_cut_before(text: str, limit: int) -> int:
+    """Index just after the last whitespace or non-ASCII character in ``text[:limit]`` (0: none).
+
+    Either ends anything that must be sanitised whole: e-mail addresses, entities and
+    URL schemes are ASCII, and a URL host cut after a non-ASCII character is not allowlisted
+    (``safe_url``), so the piece before the cut cannot keep a link the next piece extends.
+    Cutting after non-ASCII characters lets text without spaces (Chinese, Japanese) stream.
+    """
     for i in range(limit - 1, -1, -1):
-        if text[i].isspace():
+        ch = text[i]
+        if ch.isspace() or ord(ch) > 127:
             return i + 1
     return 0
 
@@ -115,10 +123,10 @@ def _link_safe_cut(text: str, start: int) -> tuple[int, int | None]:
         else:
             i = end + 1
     limit = n if open_at is None else open_at
-    cut = _last_space_before(text, limit)
+    cut = _last_cut_before(text, limit)
     for first, last in reversed(spans):
         if first < cut <= last:
-            cut = _last_space_before(text, first)
+            cut = _last_cut_before(text, first)
     return cut, open_at
 
 

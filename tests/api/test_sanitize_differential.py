@@ -175,6 +175,7 @@ FRAGMENTS = [
     "&#58;", "&#47;", "&#x3a;", "&colon;", "&lt;", "http", "https", "HTTP", "javascript", "mailto", "www.",
     "evil.example", "docs.example.com", "x", "S1", "[S1]", "a b", " ", "\n", "\n\n", "> ", "- ", "1. ", "    ",
     "```", "<img src=x>", "<a href=x>", "</a>", "[r]:", "[r]", "![", "](", "<http:", "%2e", "%40", "\t",
+    "中", "路径", "д", "é", "\u200b", "（", "：",
 ]  # fmt: skip
 markdown = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=24).map("".join)
 
@@ -251,6 +252,35 @@ def test_a_stray_opener_does_not_stall_the_stream(stray: str, allow: tuple[str, 
     else:
         # Everything but the word being written is out at once.
         assert all(w in released for w in words[:-1]), released
+
+
+@pytest.mark.parametrize("allow", [(), ALLOW])
+def test_text_without_spaces_streams_and_is_kept(allow: tuple[str, ...]) -> None:
+    answer = "根据文件，员工每年有二十五天带薪休假[S1]。" * 20  # 480 characters, no whitespace
+    s = StreamSanitizer(Sanitizer(allow))
+    released = [s.feed(ch) for ch in answer]
+    # Each non-ASCII character goes out as it arrives (with any ASCII run held before it).
+    assert all(released[i].endswith(ch) for i, ch in enumerate(answer) if ord(ch) > 127)
+    assert "".join(released) + s.flush() == answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "访问https://evil.example/路径?d=SECRET吧",
+        "见www.evil.example/页面",
+        "邮件SECRET@evil.example谢谢",
+        "链接[这里](http://evil.example/x)。",
+        "https://docs.example.com路径.evil.example/x",
+        "https://д" + "окс.evil.example/x",
+        "![图](https://docs.example.com/i.png)",
+    ],
+)
+def test_cuts_after_non_ascii_characters_form_no_link(text: str) -> None:
+    for cut in range(len(text) + 1):
+        for allow in ((), ALLOW):
+            check(stream(text, [cut], allow), allow)
+        check(stream(text, list(range(len(text))), ALLOW), ALLOW)
 
 
 def test_a_whitespace_free_run_past_the_bound_is_dropped_whole() -> None:
