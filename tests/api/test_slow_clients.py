@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -37,12 +38,11 @@ class Served:
         return len(self.server.server_state.connections)
 
 
-@pytest.fixture(scope="module")
-def served(shared_harness: Harness) -> Iterator[Served]:
-    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
+@contextmanager
+def _serve(harness: Harness, limits: ApiSettings) -> Iterator[Served]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(shared_harness.app, lifespan="off", **server_options("critical", LIMITS))
+    config = uvicorn.Config(harness.app, lifespan="off", **server_options("critical", limits))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -55,6 +55,13 @@ def served(shared_harness: Harness) -> Iterator[Served]:
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()
+
+
+@pytest.fixture(scope="module")
+def served(shared_harness: Harness) -> Iterator[Served]:
+    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
+    with _serve(shared_harness, LIMITS) as s:
+        yield s
 
 
 def _connect(port: int) -> socket.socket:
@@ -188,22 +195,34 @@ def test_connections_stay_bounded_and_idle_ones_make_room(served: Served) -> Non
             sock.close()
 
 
-def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served) -> None:
-    busy = []
-    try:
-        # Connections mid-body are requests in progress: never evicted for a newcomer.
-        for _ in range(LIMITS.max_connections):
-            sock = _connect(served.port)
-            sock.sendall(b"POST /v1/search HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
-            busy.append(sock)
-        time.sleep(0.1)
-        with _connect(served.port) as sock:
-            _assert_envelope(_read_all(sock), 503)
-    finally:
-        for sock in busy:
-            sock.close()
-    time.sleep(0.1)
-    assert _normal_request(served.port) == 200
+def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served, shared_harness: Harness) -> None:
+    # Its own server with a long body bound: the busy connections must stay busy while the test runs.
+    limits = LIMITS.model_copy(update={"body_timeout_s": 30.0, "max_connections": 8})
+    with _serve(shared_harness, limits) as busy_server:
+        busy = []
+        try:
+            # Connections mid-body are requests in progress: never evicted for a newcomer.
+            for _ in range(limits.max_connections):
+                sock = _connect(busy_server.port)
+                sock.sendall(b"POST /v1/search HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+                busy.append(sock)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not _all_mid_body(busy_server, limits.max_connections):
+                time.sleep(0.02)
+            with _connect(busy_server.port) as sock:
+                _assert_envelope(_read_all(sock), 503)
+        finally:
+            for sock in busy:
+                sock.close()
+        deadline = time.monotonic() + 5
+        while busy_server.connections() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _normal_request(busy_server.port) == 200
+
+
+def _all_mid_body(served: Served, n: int) -> bool:
+    conns = list(served.server.server_state.connections)
+    return len(conns) == n and all(getattr(c, "_phase", None) == "body" for c in conns)
 
 
 @pytest.mark.parametrize(
