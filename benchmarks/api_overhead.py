@@ -323,6 +323,8 @@ def service_env(work: Path, secrets: Path, llm_base: str, metrics_port: int) -> 
         "DOCQUERY_RETRIEVAL__MIN_DENSE_SCORE": "-1",
         "DOCQUERY_API__RATE_LIMIT_PER_MINUTE": "100000000",
         "DOCQUERY_API__RATE_LIMIT_BURST": "10000000",
+        # One API key for every client: the per-principal LLM share would cap the load itself.
+        "DOCQUERY_API__LLM_SHARE": "1",
         "DOCQUERY_METRICS_PORT": str(metrics_port),
         "DOCQUERY_LOG_LEVEL": "warning",
     }

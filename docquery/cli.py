@@ -152,7 +152,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                 ) from None
         # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/logs.py), so
         # its lines have the same format as ours instead of uvicorn's own.
-        options = server_options(settings.log_level) | {"log_config": None}
+        options = server_options(settings.log_level, settings.api) | {"log_config": None}
         uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
     finally:
         sock.close()

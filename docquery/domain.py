@@ -115,9 +115,16 @@ class Citation(BaseModel):
     page: str | None = None
 
 
+# Why the LLM stopped, as OpenAI-compatible servers report it. "length": cut at its token limit,
+# so the answer is truncated. Any other value from the server is not passed on (None).
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
+FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "content_filter", "tool_calls"})
+
+
 class Answer(BaseModel):
     answer: str
     mode: Literal["generative", "extractive"]
     citations: list[Citation] = Field(default_factory=list)
     model: str
     request_id: str
+    finish_reason: FinishReason | None = None

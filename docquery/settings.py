@@ -163,6 +163,24 @@ class ApiSettings(_Section):
     """Requests a principal may send at once above the steady rate."""
     link_allowlist: list[str] = Field(default_factory=list)
     """Hosts that links in answers may point to (JSON list). Empty: every link is rendered inert."""
+    head_timeout_s: float = Field(default=10.0, gt=0)
+    """Seconds a client has to send the request head, from its first byte (slow clients get 408)."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds a client has to send the request body, from the end of the head (408 past it)."""
+    keepalive_timeout_s: float = Field(default=5.0, gt=0)
+    """Seconds an idle keep-alive connection (no request in progress) stays open."""
+    max_connections: int = Field(default=512, ge=1)
+    """Open connections at most; past it the longest-idle one is closed, or 503 when none is idle."""
+    max_head_bytes: int = Field(default=16 * 1024, ge=1024)
+    """Largest request line plus headers, however they arrive (431 past it)."""
+    llm_share: float = Field(default=0.25, gt=0, le=1)
+    """Share of `llm.max_concurrency` one principal may hold (at least one call); past it that principal alone
+    gets 503, so one caller cannot starve the others."""
+    auth_failures_per_minute: int = Field(default=10, ge=1)
+    """Failed authentications per client address per minute; past it the address gets 429 for every credential,
+    valid or not, so the answer reveals nothing about the credential."""
+    auth_failure_burst: int = Field(default=20, ge=1)
+    """Failed authentications a client address may make at once above the steady rate."""
 
 
 class IngestSettings(_Section):

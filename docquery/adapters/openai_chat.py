@@ -26,7 +26,7 @@ import aiohttp
 from pydantic import SecretStr
 
 from docquery.adapters.loop_session import LoopSession
-from docquery.domain import Prompt
+from docquery.domain import FINISH_REASONS, FinishReason, Prompt
 from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
 
 KeyProvider = Callable[[], SecretStr | None]
@@ -96,16 +96,21 @@ class OpenAIChatGenerator:
         return {"model": self._model, "messages": list(prompt.messages), "stream": stream, **self._params}
 
     async def complete(self, prompt: Prompt) -> str:
+        return (await self.complete_finish(prompt))[0]
+
+    async def complete_finish(self, prompt: Prompt) -> tuple[str, FinishReason | None]:
+        """The completion and why the LLM stopped (``"length"``: truncated at max_tokens)."""
         self._acquire()
         try:
             async with asyncio.timeout(self._total):
                 resp = await self._send(prompt, stream=False)
                 try:
                     data = json.loads(await _read_capped(resp, _MAX_COMPLETION_BYTES))
-                    return str(data["choices"][0]["message"]["content"] or "")
+                    choice = data["choices"][0]
+                    return str(choice["message"]["content"] or ""), _finish(choice.get("finish_reason"))
                 except aiohttp.ClientError:
                     raise GeneratorUnavailable("completion read") from None
-                except (ValueError, KeyError, IndexError, TypeError):
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                     raise GeneratorError("parse completion", resp.status) from None
                 finally:
                     resp.release()
@@ -115,6 +120,12 @@ class OpenAIChatGenerator:
             self._release()
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        async for delta, _ in self.stream_finish(prompt):
+            if delta:
+                yield delta
+
+    async def stream_finish(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]:
+        """Deltas as ``(text, None)``; the chunk that carries the finish reason as ``("", reason)``."""
         self._acquire()
         try:
             async with asyncio.timeout(self._total):
@@ -147,7 +158,7 @@ class OpenAIChatGenerator:
             attempt += 1
             await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
 
-    async def _stream_once(self, prompt: Prompt) -> AsyncIterator[str]:
+    async def _stream_once(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]:
         resp = await self._send(prompt, stream=True)
         try:
             async for raw in resp.content:
@@ -169,7 +180,10 @@ class OpenAIChatGenerator:
                 for choice in event.get("choices") or []:
                     text = (choice.get("delta") or {}).get("content")
                     if text:
-                        yield str(text)
+                        yield str(text), None
+                    reason = _finish(choice.get("finish_reason"))
+                    if reason is not None:
+                        yield "", reason
         except (aiohttp.ClientError, ValueError):
             # ValueError: an over-long line. After the first token no retry: the caller
             # already has partial text.
@@ -204,6 +218,11 @@ async def _read_capped(resp: aiohttp.ClientResponse, limit: int, *, fail: bool =
             break
         parts.append(part)
     return b"".join(parts)
+
+
+def _finish(value: Any) -> FinishReason | None:
+    # Only the values OpenAI defines reach the caller: the server's string is untrusted.
+    return value if isinstance(value, str) and value in FINISH_REASONS else None  # type: ignore[return-value]
 
 
 def _status_error(resp: aiohttp.ClientResponse) -> GeneratorError:

@@ -24,7 +24,8 @@ from docquery.api import routes
 from docquery.api.audit import AuditLog
 from docquery.api.auth import Authenticator
 from docquery.api.errors import install_error_handlers
-from docquery.api.limits import BodyLimitMiddleware, RateLimiter
+from docquery.api.fairshare import LlmShare
+from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLimiter
 from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
 from docquery.errors import ConfigError
@@ -87,6 +88,8 @@ def create_app(
     app.state.metrics = metrics
     app.state.audit = audit
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
+    app.state.auth_failures = AuthFailureLimiter(settings.api.auth_failures_per_minute, settings.api.auth_failure_burst)
+    app.state.llm_share = LlmShare(settings.llm.max_concurrency, settings.api.llm_share)
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)

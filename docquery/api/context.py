@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from docquery.rag.pipeline import Trace
@@ -32,6 +33,8 @@ class RequestContext:
     trace: Trace | None = None
     doc_ids: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
+    # Run when the request ends, however it ends (a stream whose body never started included).
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def use_trace(self) -> Trace:
         if self.trace is None:
@@ -42,7 +45,13 @@ class RequestContext:
         return time.perf_counter() - self.started
 
     def returned(self) -> tuple[list[str], list[str]]:
-        """Doc and chunk ids this request returned (from the trace, or set by the route)."""
+        """Doc and chunk ids this request returned (from the trace, or set by the route).
+
+        An error response returned none, whatever retrieval had found: the audit says what
+        the caller received. A stream that failed after it started did send its citations.
+        """
+        if not 200 <= self.status < 400:
+            return [], []
         if self.doc_ids or self.chunk_ids or self.trace is None:
             return self.doc_ids, self.chunk_ids
         return self.trace.doc_ids, self.trace.chunk_ids

@@ -11,6 +11,7 @@ measured in-process).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -20,7 +21,8 @@ from fastapi import Depends, Request
 from docquery.api.auth import ROLE_ADMIN, ROLE_QUERY, Authenticator
 from docquery.api.context import RequestContext
 from docquery.api.errors import ApiError
-from docquery.api.limits import RateLimiter, rate_limited
+from docquery.api.fairshare import LlmShare
+from docquery.api.limits import AuthFailureLimiter, RateLimiter, rate_limited
 from docquery.domain import Principal
 from docquery.settings import Settings
 from docquery.wiring import Components
@@ -33,6 +35,13 @@ class Call:
     ctx: RequestContext
     request: Request
 
+    def llm_slot(self) -> LlmSlot:
+        """This principal's share of the LLM's in-flight calls (503 past it): ``async with`` it
+        around a generation, or ``take``/``give_back`` around a stream."""
+        slot = LlmSlot(self.request.app.state.llm_share, self.principal.id)
+        self.ctx.cleanups.append(slot.give_back)  # never leaked, even if a stream never starts
+        return slot
+
     @property
     def components(self) -> Components:
         """503 while the service is starting (the lifespan has not built them yet)."""
@@ -40,6 +49,29 @@ class Call:
         if components is None:
             raise ApiError(503, "the service is starting", type_="unavailable", headers={"Retry-After": "1"})
         return components
+
+
+@dataclass
+class LlmSlot:
+    share: LlmShare
+    principal_id: str
+    held: bool = False
+
+    def take(self) -> None:
+        self.share.acquire(self.principal_id)
+        self.held = True
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.share.release(self.principal_id)
+
+    async def __aenter__(self) -> LlmSlot:
+        self.take()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.give_back()
 
 
 def request_ctx(request: Request) -> RequestContext:
@@ -54,9 +86,23 @@ def authorize(role: str) -> Callable[[Request], Awaitable[Call]]:
     async def dependency(request: Request) -> Call:
         ctx = request_ctx(request)
         auth: Authenticator = request.app.state.auth
-        principal = auth.authenticate(request.headers.get("authorization"))
+        failures: AuthFailureLimiter = request.app.state.auth_failures
+        address = request.client.host if request.client else ""
+        wait = failures.blocked(address)
+        if wait is not None:
+            # Before verifying: the same 429 for every credential, so it reveals none.
+            ctx.outcome = "auth_rate_limited"
+            raise ApiError(
+                429,
+                "too many failed authentications from this address; retry later",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
+        credential = request.headers.get("authorization")
+        principal = auth.authenticate(credential)
         if principal is None:
             # 401: we do not know who this is (no credential, or one we cannot verify).
+            if credential:
+                failures.failed(address)  # a guess; a request with no credential is not one
             ctx.outcome = "unauthenticated"
             raise ApiError(401, headers={"WWW-Authenticate": 'Bearer realm="docquery"'})
         ctx.principal_id = principal.id

@@ -107,6 +107,14 @@ class RateLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def peek(self, key: str) -> float | None:
+        """Like :meth:`take` without spending: None when a token is available."""
+        now = self._clock()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (self._burst, now))
+        tokens = min(self._burst, tokens + (now - last) * self._rate)
+        return None if tokens >= 1.0 else (1.0 - tokens) / self._rate
+
     def take(self, key: str) -> float | None:
         """Spend one token. None when admitted, else seconds until a token is available."""
         now = self._clock()
@@ -122,6 +130,25 @@ class RateLimiter:
             while len(self._buckets) > self._max_keys:
                 self._buckets.popitem(last=False)
         return wait
+
+
+class AuthFailureLimiter:
+    """Failed authentications per client address (a token bucket each, bounded like RateLimiter).
+
+    Checked before a credential is verified: an address past its budget gets 429
+    whatever it presents, so the answer says nothing about whether a credential
+    exists, and guessing runs at ``per_minute`` at most.
+    """
+
+    def __init__(self, per_minute: int, burst: int, *, clock: Clock = time.monotonic, max_keys: int = 100_000) -> None:
+        self._buckets = RateLimiter(per_minute, burst, clock=clock, max_keys=max_keys)
+
+    def blocked(self, address: str) -> float | None:
+        """Seconds until ``address`` may try again, or None when it may try now."""
+        return self._buckets.peek(address)
+
+    def failed(self, address: str) -> None:
+        self._buckets.take(address)
 
 
 def rate_limited(wait_s: float) -> ApiError:

@@ -4,7 +4,9 @@ No global default registry: two apps in one process (tests) never share or
 collide on collectors. ``docquery serve`` exposes the registry on
 ``settings.metrics_port`` with a small separate server thread, so the metrics
 port can be opened to monitoring only (NetworkPolicy) while the API port is not.
-Labels are bounded: route templates (never raw paths), status codes, stages.
+Labels come from fixed sets only, never from what a client sent: route
+templates (``unmatched`` for anything else), known methods (``other`` for
+anything else), status classes (``2xx``...), stages.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 
 from docquery.rag.pipeline import Trace
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -25,7 +29,7 @@ class Metrics:
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "docquery_http_requests",
-            "HTTP requests by route template, method and status",
+            "HTTP requests by route template, method and status class",
             ["route", "method", "status"],
             registry=r,
         )
@@ -67,7 +71,10 @@ class Metrics:
         )
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.labels(route, method, str(status)).inc()
+        """``route`` must be a route template or ``unmatched`` (the middleware guarantees it)."""
+        method = method if method in KNOWN_METHODS else "other"
+        status_class = _STATUS_CLASSES[status // 100 - 1] if 100 <= status < 600 else "5xx"
+        self.requests.labels(route, method, status_class).inc()
         self.latency.labels(route).observe(seconds)
         if status == 429:
             self.rate_limited.inc()

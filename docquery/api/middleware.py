@@ -70,12 +70,16 @@ class RequestMiddleware:
             else:
                 ctx.status = ctx.status or 500
         finally:
+            for cleanup in ctx.cleanups:
+                cleanup()
             self._finish(scope, ctx)
             REQUEST_ID.reset(rid_token)
 
     def _finish(self, scope: Scope, ctx: RequestContext) -> None:
         route = scope.get("route")
-        ctx.route = getattr(route, "path", None) or ctx.route
+        # The matched route's template, never the raw path: a fixed set (metrics labels, audit).
+        template = getattr(route, "path", None)
+        ctx.route = template if isinstance(template, str) and template.startswith("/") else "unmatched"
         elapsed = ctx.elapsed()
         status = ctx.status or 500
         outcome = ctx.outcome or ("ok" if status < 400 else f"http_{status}")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
+from docquery.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt
 from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, drop_invented_citations
-from docquery.rag.sanitize import Sanitizer, StreamSanitizer
+from docquery.rag.sanitize import Sanitizer
+from docquery.rag.sanitize_stream import StreamSanitizer
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,18 @@ class Trace:
     @property
     def chunk_ids(self) -> list[str]:
         return [h.chunk.id for h in self.hits]
+
+
+@runtime_checkable
+class ReportsFinish(Protocol):
+    """A generator that also says why the LLM stopped (the OpenAI-compatible one does).
+
+    Others (the extractive fallback) are taken to have finished normally ("stop").
+    """
+
+    async def complete_finish(self, prompt: Prompt) -> tuple[str, FinishReason | None]: ...
+
+    def stream_finish(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]: ...
 
 
 @dataclass(frozen=True)
@@ -90,9 +103,29 @@ class RagPipeline:
         floor = self.retrieval.min_dense_score
         return [h for h in hits if h.dense_score is None or h.dense_score >= floor]
 
+    @property
+    def generator(self) -> Generator:
+        return self._generator
+
+    @generator.setter
+    def generator(self, generator: Generator) -> None:
+        # Decided once per generator, like the embedder above.
+        self._generator = generator
+        self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
+
     def citations(self, hits: list[Hit]) -> list[Citation]:
-        """Citations for ``hits``, their title and snippet sanitised (text from documents)."""
-        return citations_for(hits, clean=self.sanitizer)
+        """Citations for ``hits``; every string from the index is made safe (it came from a document)."""
+        label = self.sanitizer.label
+        return [
+            c.model_copy(
+                update={
+                    "doc_id": label(c.doc_id),
+                    "source": label(c.source),
+                    "page": None if c.page is None else label(c.page),
+                }
+            )
+            for c in citations_for(hits, clean=label)
+        ]
 
     async def answer(
         self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
@@ -105,7 +138,11 @@ class RagPipeline:
             return self._refusal(request_id)
         prompt = build_prompt(question, hits)
         t0 = time.perf_counter()
-        text = await self.generator.complete(prompt)
+        finish: FinishReason | None = "stop"
+        if self._reports_finish is not None:
+            text, finish = await self._reports_finish.complete_finish(prompt)
+        else:
+            text = await self.generator.complete(prompt)
         trace.llm_total_s = trace.llm_ttft_s = time.perf_counter() - t0
         trace.deltas = len(text.split())
         text = self.sanitizer(drop_invented_citations(text, len(hits)))
@@ -115,6 +152,7 @@ class RagPipeline:
             citations=self.citations(hits),
             model=self.generator.model,
             request_id=request_id,
+            finish_reason=finish,
         )
 
     async def answer_stream(
@@ -128,14 +166,18 @@ class RagPipeline:
             refusal = self._refusal(request_id)
             yield StreamEvent("citations", {"citations": []})
             yield StreamEvent("delta", {"text": refusal.answer})
-            yield StreamEvent("done", {"request_id": request_id, "mode": refusal.mode, "model": refusal.model})
+            yield StreamEvent(
+                "done",
+                {"request_id": request_id, "mode": refusal.mode, "model": refusal.model, "finish_reason": "stop"},
+            )
             return
         citations = self.citations(hits)
         yield StreamEvent("citations", {"citations": [c.model_dump() for c in citations]})
         stream = StreamSanitizer(self.sanitizer)
         cites = _CitationFilter(len(hits))
+        finish: list[FinishReason | None] = ["stop"]
         t0 = time.perf_counter()
-        async for delta in self.generator.stream(build_prompt(question, hits)):
+        async for delta in self._deltas(build_prompt(question, hits), finish):
             if trace.llm_ttft_s is None:
                 trace.llm_ttft_s = time.perf_counter() - t0
             trace.deltas += 1
@@ -146,13 +188,30 @@ class RagPipeline:
         tail = stream.feed(cites.flush()) + stream.flush()
         if tail:
             yield StreamEvent("delta", {"text": tail})
-        yield StreamEvent(
-            "done", {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model}
-        )
+        done = {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model}
+        yield StreamEvent("done", {**done, "finish_reason": finish[0]})
+
+    async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None]) -> AsyncIterator[str]:
+        """The generator's text deltas; ``finish[0]`` is set to the reason it reports, if it does."""
+        if self._reports_finish is None:
+            async for delta in self.generator.stream(prompt):
+                yield delta
+            return
+        finish[0] = None
+        async for delta, reason in self._reports_finish.stream_finish(prompt):
+            if reason is not None:
+                finish[0] = reason
+            if delta:
+                yield delta
 
     def _refusal(self, request_id: str) -> Answer:
         return Answer(
-            answer=REFUSAL, mode=self.generator.mode, citations=[], model=self.generator.model, request_id=request_id
+            answer=REFUSAL,
+            mode=self.generator.mode,
+            citations=[],
+            model=self.generator.model,
+            request_id=request_id,
+            finish_reason="stop",
         )
 
 

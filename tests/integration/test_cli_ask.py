@@ -11,7 +11,7 @@ import pytest
 
 from docquery.settings import Settings
 from docquery.wiring import build_index
-from tests.ingest_fixtures import ModelStandIn
+from tests.support.ingest_fixtures import ModelStandIn
 
 EXIT_USAGE, EXIT_EMPTY = 2, 4
 

@@ -27,8 +27,8 @@ from docquery.settings import Settings
 from docquery.wiring import build_index
 from ingest.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
-from tests.fakes import HashEmbedder
-from tests.ingest_fixtures import ModelStandIn, scifact_docs, write
+from tests.support.fakes import HashEmbedder
+from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write
 
 _EXIT_INTERRUPTED = 130
 

@@ -20,7 +20,7 @@ from docquery.settings import Settings
 from docquery.wiring import build_index
 from ingest.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
-from tests.ingest_fixtures import ModelStandIn, scifact_docs, write
+from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write
 
 pytestmark = pytest.mark.slow
 TOKEN = "dq_test-token-for-the-log-test"

@@ -11,7 +11,7 @@ import pytest
 from docquery.cli import build_parser, docquery_version, main
 from docquery.settings import Settings
 from ingest.pipeline import IngestOptions, run_ingest
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "docquery") -> list[tuple[str, argparse.ArgumentParser]]:

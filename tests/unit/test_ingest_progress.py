@@ -16,7 +16,7 @@ from docquery.settings import Settings
 from ingest.cli import run
 from ingest.progress import Counts, PlainProgress, RichProgress
 from ingest.report import Report
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 
 def test_chunk_total_is_estimated_from_the_first_parsed_file_then_exact() -> None:

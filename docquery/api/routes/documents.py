@@ -23,15 +23,17 @@ async def list_documents(call: QueryCall) -> DocumentList:
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would
     # reveal the names of groups the caller is not in.
+    # Every string here comes from the index, i.e. from a document or its file name: made
+    # safe like citation fields (a UI may render them as markdown).
+    label = c.pipeline.sanitizer.label
     docs = [
         DocumentInfo(
-            doc_id=r.doc_id,
-            source=r.source,
-            # Titles come from documents: sanitised like citation titles (a UI may render them).
-            title=c.pipeline.sanitizer(r.title),
+            doc_id=label(r.doc_id),
+            source=label(r.source),
+            title=label(r.title),
             chunk_count=r.chunk_count,
-            ingested_at=r.ingested_at,
-            status=r.status,
+            ingested_at=label(r.ingested_at),
+            status=label(r.status),
         )
         for r in records
     ]

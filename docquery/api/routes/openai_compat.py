@@ -18,14 +18,13 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from docquery.api.context import RequestContext
-from docquery.api.deps import QueryCall
+from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, prime, sse_data
 from docquery.domain import Citation
 from docquery.rag.pipeline import StreamEvent
-from docquery.rag.sanitize import Sanitizer
 
 log = logging.getLogger("docquery.api")
 router = APIRouter(prefix="/v1")
@@ -46,11 +45,13 @@ def _question(body: ChatCompletionRequest) -> str:
     raise ApiError(422, "invalid request: messages: no user message")
 
 
-def sources_footer(citations: list[Citation], sanitizer: Sanitizer) -> str:
+def sources_footer(citations: list[Citation]) -> str:
+    """The citations as text for chat UIs. Their fields are already safe (``RagPipeline.citations``),
+    and safe pieces joined with fixed text stay safe: not sanitised again (that would escape twice)."""
     if not citations:
         return ""
     lines = [f"[{c.id}] {c.title or c.source} ({c.source})" for c in citations]
-    return sanitizer("\n\nSources:\n" + "\n".join(lines))
+    return "\n\nSources:\n" + "\n".join(lines)
 
 
 @router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
@@ -61,9 +62,10 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
     trace = ctx.use_trace()
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
-        answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+        async with call.llm_slot():
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        content = answer.answer + sources_footer(answer.citations, c.pipeline.sanitizer)
+        content = answer.answer + sources_footer(answer.citations)
         return JSONResponse(
             {
                 "id": cid,
@@ -71,17 +73,28 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
                 "created": created,
                 "model": MODEL_ID,
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        # "length": the LLM stopped at its token limit and the answer is truncated.
+                        "finish_reason": answer.finish_reason or "stop",
+                    }
                 ],
                 "citations": [x.model_dump() for x in answer.citations],
                 "mode": answer.mode,
                 "request_id": ctx.request_id,
             }
         )
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
-    head = await prime(events)
+    slot = call.llm_slot()
+    slot.take()
+    try:
+        events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+        head = await prime(events)
+    except BaseException:
+        slot.give_back()
+        raise
     ctx.outcome = "refused" if trace.refused else "answered"
-    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, sanitizer=c.pipeline.sanitizer)
+    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot)
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -103,7 +116,7 @@ async def _chunks(
     ctx: RequestContext,
     cid: str,
     created: int,
-    sanitizer: Sanitizer,
+    slot: LlmSlot,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
 
@@ -115,9 +128,9 @@ async def _chunks(
         if ev.event == "delta":
             return sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
         if ev.event == "done":
-            footer = sources_footer(citations, sanitizer)
+            footer = sources_footer(citations)
             tail = sse_data(_chunk(cid, created, {"content": footer})) if footer else b""
-            return tail + sse_data(_chunk(cid, created, {}, "stop"))
+            return tail + sse_data(_chunk(cid, created, {}, ev.data.get("finish_reason") or "stop"))
         return b""
 
     try:
@@ -135,6 +148,7 @@ async def _chunks(
         yield sse_data({"error": {"type": err.type, "message": err.message, "request_id": ctx.request_id}})
         yield b"data: [DONE]\n\n"
     finally:
+        slot.give_back()
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()

@@ -10,7 +10,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
 from docquery.api.context import RequestContext
-from docquery.api.deps import QueryCall
+from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
@@ -36,17 +36,25 @@ async def query(body: QueryRequest, call: QueryCall) -> Response:
     top_k = check_top_k(body.top_k, settings)
     trace = ctx.use_trace()
     if not body.stream:
-        answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+        async with call.llm_slot():
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         return _json(answer)
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
-    head = await prime(events)
+    slot = call.llm_slot()
+    slot.take()
+    try:
+        events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+        head = await prime(events)
+    except BaseException:
+        slot.give_back()
+        raise
     ctx.outcome = "refused" if trace.refused else "answered"
-    return StreamingResponse(_stream_body(head, events, ctx), media_type="text/event-stream", headers=STREAM_HEADERS)
+    body_stream = _stream_body(head, events, ctx, slot)
+    return StreamingResponse(body_stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
 async def _stream_body(
-    head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext
+    head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext, slot: LlmSlot
 ) -> AsyncIterator[bytes]:
     try:
         # The primed events go out as one chunk: one write instead of one per event.
@@ -59,6 +67,7 @@ async def _stream_body(
         ctx.outcome = f"error:{err.type}"
         yield sse("error", {"error": {"type": err.type, "message": err.message, "request_id": ctx.request_id}})
     finally:
+        slot.give_back()
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()

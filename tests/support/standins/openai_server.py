@@ -70,6 +70,8 @@ class StandInConfig:
     # Stream mode: abort the connection after this many content chunks.
     drop_after_chunks: int | None = None
     embedding_dim: int = 64
+    # What the completion reports as its finish reason ("length": cut at max_tokens).
+    finish_reason: str = "stop"
 
 
 @dataclass
@@ -193,7 +195,7 @@ def build_app(config: StandInConfig, stats: Stats) -> Starlette:
                             "index": 0,
                             "message": {"role": "assistant", "content": text},
                             "logprobs": None,
-                            "finish_reason": "stop",
+                            "finish_reason": config.finish_reason,
                         }
                     ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
@@ -222,7 +224,7 @@ def build_app(config: StandInConfig, stats: Stats) -> Starlette:
                 if i and config.token_delay_s:
                     await asyncio.sleep(config.token_delay_s)
                 yield event({"content": text})
-            yield event({}, "stop")
+            yield event({}, config.finish_reason)
             yield b"data: [DONE]\n\n"
         finally:
             stats.in_flight -= 1

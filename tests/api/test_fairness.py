@@ -1,0 +1,119 @@
+"""One caller cannot starve the others: per-principal LLM share (#23.6), failed-authentication
+limit per address (#23.8), and metrics labels from fixed sets only (#23.4)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from docquery.api.limits import AuthFailureLimiter
+from docquery.api.metrics import KNOWN_METHODS
+from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.standins.openai_server import StandInOpenAIServer
+
+ALICE = bearer("tok-alice-eng")
+Q = {"question": "how many vacation days of paid leave"}
+SLOTS, SHARE = 8, 0.25  # two in-flight LLM calls per principal
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[StandInOpenAIServer]:
+    with StandInOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def h(
+    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, standin: StandInOpenAIServer
+) -> Iterator[Harness]:
+    tmp: Path = tmp_path_factory.mktemp("fair")
+    for harness in make_harness(
+        tmp,
+        generator=llm_generator(standin, max_concurrency=SLOTS),
+        jwks=jwt_issuer.jwks(),
+        llm={"max_concurrency": SLOTS},
+        api={"llm_share": SHARE, "auth_failures_per_minute": 60, "auth_failure_burst": 5},
+    ):
+        harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
+        yield harness
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_greedy_principal_gets_503_and_others_are_served(
+    h: Harness, standin: StandInOpenAIServer, jwt_issuer: JwtIssuer, stream: bool
+) -> None:
+    standin.config.first_token_delay_s = 2.0  # long enough that all six overlap, even on a loaded machine
+    other = bearer(jwt_issuer.token(sub="someone-else"))
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            greedy = [
+                pool.submit(h.client.post, "/v1/query", json={**Q, "stream": stream}, headers=ALICE) for _ in range(6)
+            ]
+            time.sleep(0.4)
+            t0 = time.monotonic()
+            polite = h.client.post("/v1/query", json={**Q, "stream": stream}, headers=other)
+            assert polite.status_code == 200 and time.monotonic() - t0 < 4
+            results = [f.result() for f in greedy]
+    finally:
+        standin.config.first_token_delay_s = 0.0
+    statuses = sorted(r.status_code for r in results)
+    assert statuses == [200, 200, 503, 503, 503, 503]
+    refused = [r for r in results if r.status_code == 503]
+    assert all(r.json()["error"]["type"] == "overloaded" and r.headers["retry-after"] for r in refused)
+    share = h.app.state.llm_share
+    assert share.held("key:alice") == 0 and share.held("jwt:someone-else") == 0  # every slot given back
+    assert h.client.post("/v1/query", json=Q, headers=ALICE).status_code == 200
+
+
+def test_the_share_is_at_least_one_call() -> None:
+    from docquery.api.fairshare import LlmShare
+
+    assert LlmShare(1, 0.1).per_principal == 1
+    assert LlmShare(16, 0.25).per_principal == 4
+
+
+def test_failed_authentications_are_limited_without_revealing_the_credential(h: Harness) -> None:
+    for _ in range(3):
+        assert h.client.get("/v1/models").status_code == 401  # no credential: not a guess, not counted
+    for i in range(5):
+        assert h.client.get("/v1/models", headers=bearer(f"guess-{i}")).status_code == 401
+    wrong = h.client.get("/v1/models", headers=bearer("guess-5"))
+    right = h.client.get("/v1/models", headers=ALICE)
+    assert wrong.status_code == right.status_code == 429
+    # The same answer for a valid key as for a guess: nothing to learn from it.
+    strip = lambda r: {**r.json()["error"], "request_id": ""}  # noqa: E731
+    assert strip(wrong) == strip(right) and wrong.headers["retry-after"] == right.headers["retry-after"]
+    h.app.state.auth_failures = AuthFailureLimiter(60, 5)  # the next tests start afresh
+
+
+def test_the_failure_budget_is_per_address_and_refills() -> None:
+    now = [0.0]
+    limiter = AuthFailureLimiter(60, 3, clock=lambda: now[0])
+    for _ in range(3):
+        assert limiter.blocked("10.0.0.1") is None
+        limiter.failed("10.0.0.1")
+    assert limiter.blocked("10.0.0.1") == pytest.approx(1.0)
+    assert limiter.blocked("10.0.0.2") is None
+    now[0] = 1.0
+    assert limiter.blocked("10.0.0.1") is None
+
+
+def test_metrics_labels_come_from_fixed_sets(h: Harness) -> None:
+    for i in range(60):
+        h.client.request(f"M{i}ETHOD", f"/v1/random/{i}?x={i}", headers=ALICE)
+        h.client.request("GET", f"/nope-{i}")
+    h.client.post("/v1/query", json=Q, headers=ALICE)
+    text = h.app.state.metrics.render().decode()
+    series = re.findall(r"^docquery_http_requests_total\{(.*)\} ", text, re.MULTILINE)
+    routes = set(h.client.get("/openapi.json").json()["paths"]) | {"/healthz", "/readyz", "unmatched"}
+    for labels in series:
+        values = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        assert values["method"] in KNOWN_METHODS | {"other"}
+        assert values["status"] in {"1xx", "2xx", "3xx", "4xx", "5xx"}
+        assert values["route"] in routes
+    assert len(series) < 12

@@ -1,0 +1,251 @@
+"""Slow and idle clients against the real app served by uvicorn with ``docquery serve``'s options.
+
+Raw sockets on loopback: idle, slow-head and slow-body connections are cut at
+their bounds, a request head over the size bound is refused however it arrives,
+the number of connections stays bounded, and a normal client is served throughout.
+Protocol-level errors come back in the JSON error envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+
+from docquery.api.server import server_options
+from docquery.settings import ApiSettings
+from tests.api.conftest import Harness
+
+LIMITS = ApiSettings(
+    head_timeout_s=0.6, body_timeout_s=0.6, keepalive_timeout_s=0.6, max_connections=24, max_head_bytes=4096
+)
+KEY = "tok-alice-eng"
+
+
+@dataclass
+class Served:
+    port: int
+    server: uvicorn.Server
+
+    def connections(self) -> int:
+        return len(self.server.server_state.connections)
+
+
+@contextmanager
+def _serve(harness: Harness, limits: ApiSettings) -> Iterator[Served]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(harness.app, lifespan="off", **server_options("critical", limits))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield Served(sock.getsockname()[1], server)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def served(shared_harness: Harness) -> Iterator[Served]:
+    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
+    with _serve(shared_harness, LIMITS) as s:
+        yield s
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def _read_all(sock: socket.socket, timeout: float = 5.0) -> bytes:
+    """Everything until the server closes the connection (fails if it does not within ``timeout``)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            return data
+        data += part
+
+
+def _status_and_body(raw: bytes) -> tuple[int, bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+def _normal_request(port: int) -> int:
+    body = json.dumps({"query": "vacation days"}).encode()
+    with _connect(port) as sock:
+        sock.sendall(
+            b"POST /v1/search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        )
+        status, payload = _status_and_body(_read_all(sock))
+        assert status != 200 or json.loads(payload)["citations"]
+        return status
+
+
+def _assert_envelope(raw: bytes, status: int) -> None:
+    got, body = _status_and_body(raw)
+    assert got == status, raw[:200]
+    error = json.loads(body)["error"]
+    assert set(error) == {"type", "message", "request_id"} and error["request_id"]
+
+
+def test_idle_connections_are_closed_and_a_normal_client_is_served(served: Served) -> None:
+    idle = [_connect(served.port) for _ in range(10)]
+    try:
+        assert _normal_request(served.port) == 200
+        t0 = time.monotonic()
+        for sock in idle:
+            assert _read_all(sock) == b""  # closed without a word: it never asked for anything
+        assert time.monotonic() - t0 < LIMITS.keepalive_timeout_s + 2
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+@pytest.mark.parametrize("interval", [0.05, 0.2])
+def test_a_slow_head_gets_408_at_its_bound(served: Served, interval: float) -> None:
+    with _connect(served.port) as sock:
+        t0 = time.monotonic()
+        head = b"POST /v1/search HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 200
+        raw = b""
+        sock.settimeout(0.01)
+        for byte in head:
+            try:
+                sock.sendall(bytes([byte]))
+                raw += sock.recv(65536)
+            except TimeoutError:
+                pass
+            except OSError:
+                break
+            if raw or time.monotonic() - t0 > 5:
+                break
+            time.sleep(interval)
+        raw += _read_all(sock)
+        _assert_envelope(raw, 408)
+        assert time.monotonic() - t0 < LIMITS.head_timeout_s + 2
+
+
+def test_a_slow_body_gets_408_at_its_bound(served: Served) -> None:
+    with _connect(served.port) as sock:
+        t0 = time.monotonic()
+        sock.sendall(
+            b"POST /v1/search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        )
+        raw = _read_all(sock)
+        _assert_envelope(raw, 408)
+        assert time.monotonic() - t0 < LIMITS.body_timeout_s + 2
+    assert _normal_request(served.port) == 200
+
+
+@pytest.mark.parametrize("size", [100_000, 5000, LIMITS.max_head_bytes + 1])
+@pytest.mark.parametrize("writes", ["one write", "many writes"])
+def test_a_head_over_the_bound_is_refused_however_it_arrives(served: Served, size: int, writes: str) -> None:
+    head = b"GET /v1/documents HTTP/1.1\r\nHost: t\r\nX-Pad: " + b"a" * size + b"\r\n\r\n"
+    with _connect(served.port) as sock:
+        try:
+            if writes == "one write":
+                sock.sendall(head)
+            else:
+                for i in range(0, len(head), 1000):
+                    sock.sendall(head[i : i + 1000])
+        except OSError:
+            pass  # the server closed before the last part
+        try:
+            _assert_envelope(_read_all(sock), 431)
+        except ConnectionResetError:
+            # Closing on unread client data resets the connection, which may discard the answer
+            # before the client reads it: refused all the same. One write always gets the 431.
+            assert writes == "many writes"
+
+
+def test_a_head_within_the_bound_is_served(served: Served) -> None:
+    pad = b"a" * (LIMITS.max_head_bytes - 400)
+    with _connect(served.port) as sock:
+        sock.sendall(
+            b"GET /v1/documents HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n"
+            b"Connection: close\r\nX-Pad: " + pad + b"\r\n\r\n"
+        )
+        status, _ = _status_and_body(_read_all(sock))
+        assert status == 200
+
+
+def test_connections_stay_bounded_and_idle_ones_make_room(served: Served) -> None:
+    extra = [_connect(served.port) for _ in range(LIMITS.max_connections + 20)]
+    try:
+        time.sleep(0.2)
+        assert served.connections() <= LIMITS.max_connections
+        assert _normal_request(served.port) == 200
+    finally:
+        for sock in extra:
+            sock.close()
+
+
+def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served, shared_harness: Harness) -> None:
+    # Its own server with a long body bound: the busy connections must stay busy while the test runs.
+    limits = LIMITS.model_copy(update={"body_timeout_s": 30.0, "max_connections": 8})
+    with _serve(shared_harness, limits) as busy_server:
+        busy = []
+        try:
+            # Connections mid-body are requests in progress: never evicted for a newcomer.
+            for _ in range(limits.max_connections):
+                sock = _connect(busy_server.port)
+                sock.sendall(b"POST /v1/search HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+                busy.append(sock)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not _all_mid_body(busy_server, limits.max_connections):
+                time.sleep(0.02)
+            with _connect(busy_server.port) as sock:
+                _assert_envelope(_read_all(sock), 503)
+        finally:
+            for sock in busy:
+                sock.close()
+        deadline = time.monotonic() + 5
+        while busy_server.connections() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _normal_request(busy_server.port) == 200
+
+
+def _all_mid_body(served: Served, n: int) -> bool:
+    conns = list(served.server.server_state.connections)
+    return len(conns) == n and all(getattr(c, "_phase", None) == "body" for c in conns)
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+        b"GET /\x00 HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"\x16\x03\x01\x00\xa5\x01",
+    ],
+)
+def test_an_invalid_request_gets_the_error_envelope(served: Served, request_line: bytes) -> None:
+    with _connect(served.port) as sock:
+        sock.sendall(request_line + (b"\r\n\r\n" if request_line.startswith(b"\x16") else b""))
+        raw = _read_all(sock)
+        _assert_envelope(raw, 400)
+        assert b"content-type: application/json" in raw.lower()
+
+
+def test_a_keep_alive_connection_is_closed_when_idle(served: Served) -> None:
+    with _connect(served.port) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        t0 = time.monotonic()
+        raw = _read_all(sock)
+        assert raw.startswith(b"HTTP/1.1 200")
+        assert LIMITS.keepalive_timeout_s - 0.2 < time.monotonic() - t0 < LIMITS.keepalive_timeout_s + 2
