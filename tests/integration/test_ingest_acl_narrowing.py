@@ -9,6 +9,7 @@ chunks are written, so a load failure cannot leave the old ACL behind.
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 
@@ -49,7 +50,10 @@ def visible_chunks(index: IndexAdapter, embedder: HashEmbedder) -> dict[str, Chu
     query = embedder.embed(["quarterly figures staffing plan"], query=True)[0]
     out: dict[str, Chunk] = {}
     for group in UNIVERSE:
-        for hit in index.search(dense=query, text=None, acl=AclFilter.for_groups({group}), limit=1000, mode="dense"):
+        hits = asyncio.run(
+            index.search(dense=query, text=None, acl=AclFilter.for_groups({group}), limit=1000, mode="dense")
+        )
+        for hit in hits:
             assert group in hit.chunk.acl_groups or PUBLIC_GROUP in hit.chunk.acl_groups
             out[hit.chunk.id] = hit.chunk
     return out
@@ -129,11 +133,11 @@ def test_the_reviews_reproduction_narrowed_acl_and_nul_bytes(ingest_env: IngestE
     report = env.run(groups=None)
     assert [f["reason"] for f in report.failed] == ["binary content in a text file"]
     assert report.acl_previous == [{"path": str(env.docs / "team" / "plan.txt"), "action": APPLIED}]
-    staff = env.index.search(dense=None, text="reorganisation plan", acl=AclFilter.for_groups({"staff"}),
-                             limit=10, mode="sparse")  # fmt: skip
-    hr = env.index.search(
-        dense=None, text="reorganisation plan", acl=AclFilter.for_groups({"hr"}), limit=10, mode="sparse"
-    )
+    staff, hr = (
+        asyncio.run(env.index.search(dense=None, text="reorganisation plan", acl=AclFilter.for_groups({g}),
+                                     limit=10, mode="sparse"))
+        for g in ("staff", "hr")
+    )  # fmt: skip
     assert staff == [] and hr and all(h.chunk.acl_groups == ("hr",) for h in hr)
     assert env.state()["plan.txt"][3] == ("hr",)
 
