@@ -8,6 +8,7 @@ Protocol-level errors come back in the JSON error envelope.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -165,12 +166,12 @@ def test_a_head_over_the_bound_is_refused_however_it_arrives(served: Served, siz
                     sock.sendall(head[i : i + 1000])
         except OSError:
             pass  # the server closed before the last part
-        try:
+        # Closing on unread client data resets the connection, which may discard the 431 before the
+        # client reads it (either way of writing, on a loaded machine): refused all the same, since a
+        # head the server accepted would get its answer (401 here) on an open connection.
+        with contextlib.suppress(ConnectionResetError):
             _assert_envelope(_read_all(sock), 431)
-        except ConnectionResetError:
-            # Closing on unread client data resets the connection, which may discard the answer
-            # before the client reads it: refused all the same. One write always gets the 431.
-            assert writes == "many writes"
+    assert _normal_request(served.port) == 200
 
 
 def test_a_head_within_the_bound_is_served(served: Served) -> None:
