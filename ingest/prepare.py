@@ -57,6 +57,9 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
                 page=piece.page,
                 ingested_at=cfg.ingested_at,
                 flags=tuple(sorted(flags)),
+                section=piece.section,
+                char_start=piece.start,
+                char_end=piece.end,
             )
         )
         quarantined.append(bool(flags) and cfg.quarantine_flagged)

@@ -14,7 +14,7 @@ from typing import Any
 
 from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
 from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
-from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, drop_invented_citations
+from docquery.rag.prompting import REFUSAL, build_prompt, cites_a_source, citations_for, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 
 
@@ -115,6 +115,7 @@ class RagPipeline:
             citations=self.citations(hits),
             model=self.generator.model,
             request_id=request_id,
+            uncited=self.generator.mode == "generative" and not cites_a_source(text, len(hits)),
         )
 
     async def answer_stream(
@@ -146,8 +147,10 @@ class RagPipeline:
         tail = stream.feed(cites.flush()) + stream.flush()
         if tail:
             yield StreamEvent("delta", {"text": tail})
+        uncited = self.generator.mode == "generative" and not cites.cited
         yield StreamEvent(
-            "done", {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model}
+            "done",
+            {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model, "uncited": uncited},
         )
 
     def _refusal(self, request_id: str) -> Answer:
@@ -162,6 +165,7 @@ class _CitationFilter:
     def __init__(self, n_sources: int) -> None:
         self._n = n_sources
         self._pending = ""
+        self.cited = False  # a marker for a returned source went out
 
     def feed(self, delta: str) -> str:
         self._pending += delta
@@ -170,8 +174,13 @@ class _CitationFilter:
             ready, self._pending = self._pending[:idx], self._pending[idx:]
         else:
             ready, self._pending = self._pending, ""
-        return drop_invented_citations(ready, self._n)
+        return self._release(ready)
+
+    def _release(self, ready: str) -> str:
+        out = drop_invented_citations(ready, self._n)
+        self.cited = self.cited or cites_a_source(out, self._n)
+        return out
 
     def flush(self) -> str:
         ready, self._pending = self._pending, ""
-        return drop_invented_citations(ready, self._n)
+        return self._release(ready)
