@@ -135,7 +135,7 @@ class SentenceChunker:
         from llama_index.core.callbacks import CallbackManager
         from llama_index.core.node_parser import SentenceSplitter
         from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer_internal
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
+        from nltk.tokenize.punkt import PunktSentenceTokenizer  # type: ignore[import-untyped]  # no stubs
 
         # Punkt is built here, not through llama-index's globals helper, which would try to
         # download NLTK data (network at run time) when NLTK_DATA points at an empty directory.

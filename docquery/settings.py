@@ -127,6 +127,16 @@ class RetrievalSettings(BaseModel):
     min_dense_score: float = Field(default=0.30, ge=-1.0, le=1.0)
 
 
+class ConversationSettings(BaseModel):
+    """Earlier turns of a conversation (``history`` on /v1/query, ``messages`` on the OpenAI facade)."""
+
+    # /v1/query refuses more (422); the facade keeps the most recent turns within both bounds,
+    # since chat clients resend the whole conversation. 0 turns: follow-ups are not used.
+    max_history_turns: int = Field(default=8, ge=0, le=64)
+    # Characters over all kept turns: bounds the condense prompt and the extractive query.
+    max_history_chars: int = Field(default=4000, ge=0, le=100_000)
+
+
 class AuthSettings(BaseModel):
     api_keys_file: str = "api-keys.json"
     jwks_file: str = "jwks.json"
@@ -252,6 +262,7 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)

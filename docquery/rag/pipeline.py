@@ -14,7 +14,15 @@ from typing import Any
 
 from docquery.domain import AclFilter, Answer, Citation, Hit, Principal
 from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
-from docquery.rag.prompting import REFUSAL, build_prompt, cites_a_source, citations_for, drop_invented_citations
+from docquery.rag.conversation import (
+    ConversationConfig,
+    Turn,
+    bounded,
+    condense_prompt,
+    extractive_query,
+    rewritten_or_original,
+)
+from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, cites_a_source, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer, StreamSanitizer
 
 
@@ -38,6 +46,7 @@ class Trace:
     llm_total_s: float | None = None
     deltas: int = 0
     refused: bool = False
+    rewritten: bool = False  # the conversation changed the question searched (the audit notes it, not the text)
     hits: list[Hit] = field(default_factory=list)
 
     @property
@@ -64,12 +73,33 @@ class RagPipeline:
         generator: Generator,
         sanitizer: Sanitizer,
         retrieval: RetrievalConfig,
+        conversation: ConversationConfig | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
         self.generator = generator
         self.sanitizer = sanitizer
         self.retrieval = retrieval
+        self.conversation = conversation  # None: earlier turns are not used
+
+    async def standalone(self, question: str, history: list[Turn], *, trace: Trace | None = None) -> str:
+        """The question to search and answer, given earlier turns (docquery.rag.conversation).
+
+        Only the question changes: the ACL still comes from the principal alone, and history
+        never enters a prompt that carries sources.
+        """
+        cfg = self.conversation
+        turns = bounded(history, cfg) if cfg is not None else []
+        if cfg is None or not turns:
+            return question
+        if self.generator.mode == "generative":
+            reply = await self.generator.complete(condense_prompt(question, turns))
+            out = rewritten_or_original(reply, question, cfg.max_question_chars)
+        else:
+            out = extractive_query(question, turns)
+        if trace is not None:
+            trace.rewritten = out != question
+        return out
 
     async def search(self, question: str, principal: Principal, top_k: int, *, trace: Trace | None = None) -> list[Hit]:
         """ACL-filtered hits. The filter comes from the verified principal only."""

@@ -96,8 +96,7 @@ def exact_snippet(text: str, clean: Callable[[str], str]) -> str:
     if len(text) <= SNIPPET_CHARS:
         candidate = text
     else:
-        cut = text.rfind(" ", 0, SNIPPET_CHARS + 1)
-        cut = max(cut, max(text.rfind(s, 0, SNIPPET_CHARS + 1) for s in "\n\t"))
+        cut = max(text.rfind(s, 0, SNIPPET_CHARS + 1) for s in " \n\t")
         candidate = text[:cut].rstrip() if cut > 0 else text[:SNIPPET_CHARS]
     if clean(candidate) == candidate:
         return candidate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from docquery.domain import AclFilter, Hit
+from docquery.domain import AclFilter
 from docquery.rag.prompting import citations_for
 from docquery.rag.sanitize import Sanitizer
 from ingest.loaders import Limits, load
@@ -12,7 +12,9 @@ from tests.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 
 __all__ = ["ingest_env"]
 
-_INSTALL = " ".join(f"Step {i} of the install guide explains how the agent number {i} is configured." for i in range(40))
+_INSTALL = " ".join(
+    f"Step {i} of the install guide explains how the agent number {i} is configured." for i in range(40)
+)
 _BOOKING = " ".join(f"Rooms on floor {i} are booked through the portal before noon." for i in range(30))
 
 
@@ -22,7 +24,9 @@ def test_every_stored_chunk_points_at_its_text_and_citations_quote_it(ingest_env
     ingest_env.run()
     limits = Limits(max_file_bytes=10**7, max_expanded_bytes=10**8)
     acl = AclFilter.for_groups({"staff"})
-    hits = asyncio.run(ingest_env.index.search(dense=None, text="install agent booked revenue", acl=acl, limit=50, mode="sparse"))
+    hits = asyncio.run(
+        ingest_env.index.search(dense=None, text="install agent booked revenue", acl=acl, limit=50, mode="sparse")
+    )
     assert {h.chunk.source for h in hits} == {"guide.md", "report.pdf"}
     seen_pages = set()
     for hit in hits:
@@ -36,7 +40,11 @@ def test_every_stored_chunk_points_at_its_text_and_citations_quote_it(ingest_env
     assert {"Guide > Install", "Guide > Booking", "p. 1", "p. 2"} <= seen_pages  # heading paths and pages
     citations = citations_for(hits, clean=Sanitizer())
     for hit, cite in zip(hits, citations, strict=True):
-        assert (cite.section, cite.char_start, cite.char_end) == (hit.chunk.section, hit.chunk.char_start, hit.chunk.char_end)
+        assert (cite.section, cite.char_start, cite.char_end) == (
+            hit.chunk.section,
+            hit.chunk.char_start,
+            hit.chunk.char_end,
+        )
         assert hit.chunk.text.startswith(cite.snippet)
         assert cite.snippet_truncated == (cite.snippet != hit.chunk.text)
         assert "…" not in cite.snippet

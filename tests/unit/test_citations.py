@@ -33,7 +33,9 @@ def test_snippets_are_exact_safe_openings_cut_at_word_boundaries(text: str) -> N
     assert CLEAN(snippet) == snippet  # nothing the sanitiser would rewrite
     if snippet and snippet != text:
         # Cut at a word boundary (unless the first word alone is longer than the snippet).
-        assert text[len(snippet)].isspace() or (len(snippet) == SNIPPET_CHARS and not any(ch.isspace() for ch in snippet))
+        assert text[len(snippet)].isspace() or (
+            len(snippet) == SNIPPET_CHARS and not any(ch.isspace() for ch in snippet)
+        )
 
 
 def test_a_plain_long_passage_is_quoted_up_to_the_last_whole_word() -> None:
@@ -64,7 +66,13 @@ class _Index:
         self.hits = hits
 
     async def search(
-        self, *, dense: Sequence[float] | None, text: str | None, acl: AclFilter, limit: int, mode: SearchMode = "hybrid"
+        self,
+        *,
+        dense: Sequence[float] | None,
+        text: str | None,
+        acl: AclFilter,
+        limit: int,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
         return self.hits[:limit]
 

@@ -96,7 +96,10 @@ def test_chunks_follow_sentences_fit_the_window_and_keep_their_section(
     for a, b2 in itertools.pairwise(chunks):
         if a.section == b2.section and b2.start < a.end:
             # The overlap is whole sentences (or part of one over-long sentence), within the budget.
-            start_sentence, end_sentence = _sentence_at(built[a.section], b2.start), _sentence_at(built[a.section], a.end)
+            start_sentence, end_sentence = (
+                _sentence_at(built[a.section], b2.start),
+                _sentence_at(built[a.section], a.end),
+            )
             if b2.start == start_sentence[0] and a.end == end_sentence[1]:
                 assert TOKENIZER.count(built[a.section].text[b2.start : a.end]) <= spec.overlap
     # Every sentence is in some chunk.
@@ -189,4 +192,4 @@ def test_llama_index_reaches_no_network_and_no_default_models(
     from llama_index.core import Settings
 
     # The global LLM and embedder stay unset (reading them would build OpenAI defaults).
-    assert Settings._llm is None and Settings._embed_model is None  # noqa: SLF001
+    assert Settings._llm is None and Settings._embed_model is None
