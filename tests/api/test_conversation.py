@@ -278,3 +278,13 @@ def test_an_unusable_rewrite_falls_back_to_the_question(gen: Harness, server: St
     server.config.reply = _Recorder("q" * 5000)  # longer than any question may be
     answer = _query(gen, "What is the parental leave policy?", HISTORY)
     assert _top(answer) == "parental"
+
+
+def test_history_and_the_new_answer_fields_are_in_the_openapi(ex: Harness) -> None:
+    spec = ex.client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    history = schemas["QueryRequest"]["properties"]["history"]
+    assert history["maxItems"] == 64 and "description" in history
+    assert set(schemas["HistoryTurn"]["properties"]) == {"role", "content"}
+    assert {"section", "char_start", "char_end", "snippet_truncated"} <= set(schemas["Citation"]["properties"])
+    assert "uncited" in schemas["Answer"]["properties"]

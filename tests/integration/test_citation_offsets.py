@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from docquery.domain import AclFilter
 from docquery.rag.prompting import citations_for
 from docquery.rag.sanitize import Sanitizer
 from ingest.loaders import Limits, load
+from ingest.plan import EXTRA_PIPELINE
 from tests.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 
 __all__ = ["ingest_env"]
@@ -48,3 +50,18 @@ def test_every_stored_chunk_points_at_its_text_and_citations_quote_it(ingest_env
         assert hit.chunk.text.startswith(cite.snippet)
         assert cite.snippet_truncated == (cite.snippet != hit.chunk.text)
         assert "…" not in cite.snippet
+
+
+def test_documents_chunked_by_the_former_chunker_are_reindexed(ingest_env: IngestEnv) -> None:
+    write(ingest_env.docs / "guide.md", f"# Guide\n\n{_INSTALL}\n")
+    first = ingest_env.run()
+    assert first.added == 1
+    (record,) = ingest_env.index.list_documents()
+    # What the token-window chunker's build stored: "chunks=<size>/<overlap>".
+    old = {**record.extra, EXTRA_PIPELINE: "v1;chunks=200/30;quarantine=1"}
+    ingest_env.index.put_document(replace(record, extra=old))
+    again = ingest_env.run()
+    assert (again.updated, again.unchanged) == (1, 0)
+    (record,) = ingest_env.index.list_documents()
+    assert "chunks=sentences1/200/30" in record.extra[EXTRA_PIPELINE]
+    assert ingest_env.run().unchanged == 1
