@@ -13,8 +13,9 @@ offsets, so a citation can point at the passage it quotes.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -142,29 +143,35 @@ class SentenceChunker:
         punkt = PunktSentenceTokenizer()
         self._tokenizer = tokenizer
         self.spec = spec
-        self._splitter = SentenceSplitter(
-            chunk_size=spec.size,
-            chunk_overlap=spec.overlap,
-            tokenizer=lambda text: range(tokenizer.count(text)),  # only its len() is used
-            paragraph_separator=PARAGRAPH_SEPARATOR,
-            chunking_tokenizer_fn=lambda text: split_by_sentence_tokenizer_internal(text, punkt),
-            callback_manager=CallbackManager([]),
-            include_metadata=False,
-            include_prev_next_rel=False,
-        )
+
+        def splitter(count: Callable[[str], int]) -> Any:
+            return SentenceSplitter(
+                chunk_size=spec.size,
+                chunk_overlap=spec.overlap,
+                tokenizer=lambda text: range(count(text)),  # only its len() is used
+                paragraph_separator=PARAGRAPH_SEPARATOR,
+                chunking_tokenizer_fn=lambda text: split_by_sentence_tokenizer_internal(text, punkt),
+                callback_manager=CallbackManager([]),
+                include_metadata=False,
+                include_prev_next_rel=False,
+            )
+
+        self._splitter = splitter
 
     def split(self, text: str) -> list[Span]:
         """Character spans of the chunks of ``text``, in order."""
         if not text.strip():
             return []
+        spans = self._tokenizer.spans([text])[0]
         try:
-            pieces = self._splitter.split_text(text)
+            pieces = self._splitter(_SpanCounter(text, spans, self._tokenizer)).split_text(text)
         except ValueError:  # "Single token exceeded chunk size": cannot happen for size >= 16; be safe
             pieces = []
         located = _locate(text, pieces)
         if located is None:
-            return _token_windows(text, self._tokenizer.spans([text])[0], self.spec)
-        counts = [self._tokenizer.count(text[a:b]) for a, b in located]
+            return _token_windows(text, spans, self.spec)
+        # The window is checked by tokenizing each chunk as it will be embedded (one batch).
+        counts = [len(s) for s in self._tokenizer.spans([text[a:b] for a, b in located])]
         out: list[Span] = []
         for (a, b), n in zip(located, counts, strict=True):
             if n <= self.spec.size:
@@ -173,6 +180,31 @@ class SentenceChunker:
             part = text[a:b]
             out.extend((a + x, a + y) for x, y in _token_windows(part, self._tokenizer.spans([part])[0], self.spec))
         return out
+
+
+class _SpanCounter:
+    """Counts the tokens of a piece of ``text`` from the text's own token spans (one tokenizer pass).
+
+    llama-index asks for the whole text, then each split in order, depth first; a cursor finds
+    each piece. A piece not found is tokenized on its own. The counts only guide the splitter:
+    ``SentenceChunker.split`` checks every chunk with the tokenizer itself.
+    """
+
+    def __init__(self, text: str, spans: list[Span], tokenizer: Tokenizer) -> None:
+        self._text = text
+        self._starts = [a for a, _ in spans]
+        self._ends = [b for _, b in spans]
+        self._tokenizer = tokenizer
+        self._cursor = 0
+
+    def __call__(self, piece: str) -> int:
+        at = self._text.find(piece, self._cursor)
+        if at < 0 or not piece:
+            return self._tokenizer.count(piece)
+        self._cursor = at
+        first = bisect.bisect_left(self._starts, at)
+        last = bisect.bisect_right(self._ends, at + len(piece))
+        return max(0, last - first)
 
 
 _SPACE = re.compile(r"\s*")
