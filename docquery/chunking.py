@@ -117,9 +117,16 @@ class TextChunk:
     end: int = 0
 
 
-SPLITTER_VERSION = "sentences1"
+SPLITTER_VERSION = "sentences2"  # 2: later chunks are embedded with their document's title
+# The bundled model's window (256) less [CLS] and [SEP]: chunk plus title prefix stay inside it.
+EMBED_WINDOW_TOKENS = 254
 # The loaders join paragraphs with one blank line; llama-index's default is two.
 PARAGRAPH_SEPARATOR = "\n\n"
+
+
+def preload() -> None:
+    """Import the splitter's libraries now (seconds), e.g. before a parse process reports ready."""
+    SentenceChunker(RegexTokenizer(), ChunkSpec())
 
 
 class SentenceChunker:
@@ -290,3 +297,23 @@ def chunk_sections(sections: Sequence[Section], tokenizer: Tokenizer, spec: Chun
                 start, end = block_start + a, block_start + b
                 out.append(TextChunk(section.text[start:end], section.page, section.flags, number, start, end))
     return out
+
+
+def embedding_text(title: str, text: str, tokenizer: Tokenizer, spec: ChunkSpec) -> str:
+    """What is embedded for a chunk: its document's title, then the chunk text.
+
+    A passage cut from the middle of a document rarely names its subject; the title carries it.
+    Nothing is added when the chunk already starts with the title (the first chunk of a text
+    file). The title is cut to the room the window leaves beside a full chunk, so chunk plus
+    prefix never exceed ``EMBED_WINDOW_TOKENS``. The stored text and the sparse index are unchanged.
+    """
+    head = " ".join(title.split())
+    room = EMBED_WINDOW_TOKENS - spec.size
+    if not head or room <= 0 or text.startswith(head):
+        return text
+    spans = tokenizer.spans([head])[0]
+    if not spans:
+        return text
+    if len(spans) > room:
+        head = head[: spans[room - 1][1]]
+    return f"{head}\n\n{text}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections
+from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections, embedding_text
 from docquery.collection import chunk_point_id
 from docquery.domain import Chunk, DocumentRecord
 from ingest.loaders import Limits, loader_for
@@ -87,5 +87,5 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
         record=record,
         chunks=chunks,
         quarantined=quarantined,
-        embed_texts=[c.text for c in chunks],
+        embed_texts=[embedding_text(doc.title, c.text, tokenizer, cfg.spec) for c in chunks],
     )

@@ -15,7 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docquery.chunking import ChunkSpec, HFTokenizer, RegexTokenizer, SentenceChunker, chunk_sections
+from docquery.chunking import (
+    EMBED_WINDOW_TOKENS,
+    ChunkSpec,
+    HFTokenizer,
+    RegexTokenizer,
+    SentenceChunker,
+    chunk_sections,
+    embedding_text,
+)
 from ingest.model import Section
 from ingest.pipeline import pipeline_fingerprint
 
@@ -193,3 +201,27 @@ def test_llama_index_reaches_no_network_and_no_default_models(
 
     # The global LLM and embedder stay unset (reading them would build OpenAI defaults).
     assert Settings._llm is None and Settings._embed_model is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    title=st.text(alphabet=st.sampled_from(list("abcdefg xyz.é-")), max_size=400),
+    built=_section_text(),
+    size=st.sampled_from([64, 128, 200, 230, 254]),
+)
+def test_the_embedded_text_with_its_title_prefix_stays_in_the_window(title: str, built: Built, size: int) -> None:
+    spec = ChunkSpec(size=size, overlap=size // 4)
+    for c in chunk_sections([Section(built.text)], TOKENIZER, spec):
+        embedded = embedding_text(title, c.text, TOKENIZER, spec)
+        assert TOKENIZER.count(embedded) <= EMBED_WINDOW_TOKENS
+        assert embedded.endswith(c.text)
+        head = " ".join(title.split())
+        if head and size < EMBED_WINDOW_TOKENS and TOKENIZER.count(head):
+            assert embedded != c.text  # the title (or its opening) is there
+
+
+def test_a_chunk_that_starts_with_its_title_is_embedded_as_it_is() -> None:
+    spec = ChunkSpec()
+    assert embedding_text("Guide", "Guide\n\nBody text.", TOKENIZER, spec) == "Guide\n\nBody text."
+    assert embedding_text("Guide", "Later text.", TOKENIZER, spec) == "Guide\n\nLater text."
+    assert embedding_text("", "Later text.", TOKENIZER, spec) == "Later text."
