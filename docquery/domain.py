@@ -75,6 +75,9 @@ class IndexedChunk:
     chunk: Chunk
     dense: list[float]
     quarantined: bool = False
+    # What the sparse (BM25) vector is computed from when not the chunk text: the text with its
+    # document title in front, as the dense vector was embedded (docquery.chunking.embedding_text).
+    index_text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,7 @@ def ingest(
                 content_sha256=sha,
                 acl_groups=(EVAL_GROUP,),
             )
-            items.append(IndexedChunk(chunk=chunk, dense=vec.tolist()))
+            items.append(IndexedChunk(chunk=chunk, dense=vec.tolist(), index_text=c.embed or None))
         index.upsert(items)
         progress.advance(len(items))
     index.flush()

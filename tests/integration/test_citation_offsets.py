@@ -65,3 +65,12 @@ def test_documents_chunked_by_the_former_chunker_are_reindexed(ingest_env: Inges
     (record,) = ingest_env.index.list_documents()
     assert "chunks=sentences2/200/30" in record.extra[EXTRA_PIPELINE]
     assert ingest_env.run().unchanged == 1
+
+
+def test_later_chunks_are_found_by_their_documents_title(ingest_env: IngestEnv) -> None:
+    write(ingest_env.docs / "guide.md", f"# Zqtitleword handbook\n\n{_INSTALL}\n\n{_BOOKING}\n")
+    ingest_env.run()
+    acl = AclFilter.for_groups({"staff"})
+    hits = asyncio.run(ingest_env.index.search(dense=None, text="zqtitleword", acl=acl, limit=50, mode="sparse"))
+    assert len({h.chunk.chunk_index for h in hits}) > 2  # not only the chunk that holds the heading
+    assert all("zqtitleword" not in h.chunk.text.lower() for h in hits if h.chunk.chunk_index > 0)
