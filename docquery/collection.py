@@ -55,6 +55,9 @@ class Key(StrEnum):
     INGESTED_AT = "ingested_at"
     TEXT = "text"
     FLAGS = "flags"
+    SECTION = "section"  # index of the loader's section the chunk came from
+    CHAR_START = "char_start"  # the chunk's character offsets in that section
+    CHAR_END = "char_end"
     CHUNK_COUNT = "chunk_count"
     STATUS = "status"
     MODEL_ID = "model_id"

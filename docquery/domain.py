@@ -61,6 +61,11 @@ class Chunk:
     page: str | None = None
     ingested_at: str = ""
     flags: tuple[str, ...] = ()
+    # Where the text sits in its document: section number and character offsets in that section
+    # as loaded (None for chunks written before offsets were stored).
+    section: int | None = None
+    char_start: int | None = None
+    char_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class IndexedChunk:
     chunk: Chunk
     dense: list[float]
     quarantined: bool = False
+    # What the sparse (BM25) vector is computed from when not the chunk text: the text with its
+    # document title in front, as the dense vector was embedded (docquery.chunking.embedding_text).
+    index_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,8 +119,15 @@ class Citation(BaseModel):
     title: str
     chunk_index: int
     score: float
-    snippet: str
-    page: str | None = None
+    snippet: str = Field(
+        description="The opening of the passage, an exact substring of the stored chunk that starts at "
+        "char_start and ends at a word boundary; snippet_truncated says whether the passage goes on"
+    )
+    page: str | None = Field(default=None, description="Page, or heading path, of the passage")
+    section: int | None = Field(default=None, description="Number of the document section holding the passage")
+    char_start: int | None = Field(default=None, description="Character offset of the passage in its section")
+    char_end: int | None = Field(default=None, description="End (exclusive) of the passage in its section")
+    snippet_truncated: bool = False
 
 
 # Why the LLM stopped, as OpenAI-compatible servers report it. "length": cut at its token limit,
@@ -128,3 +143,7 @@ class Answer(BaseModel):
     model: str
     request_id: str
     finish_reason: FinishReason | None = None
+    uncited: bool = Field(
+        default=False,
+        description="A generative answer that cites none of the returned sources: treat it as unsupported",
+    )

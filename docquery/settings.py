@@ -133,6 +133,16 @@ class RetrievalSettings(_Section):
     """Dense cosine below which a question counts as "not in the documents": a refusal, no citations."""
 
 
+class ConversationSettings(_Section):
+    """Earlier turns of a conversation (``history`` on /v1/query, ``messages`` on the OpenAI facade)."""
+
+    max_history_turns: int = Field(default=8, ge=0, le=64)
+    """Earlier turns taken into account. /v1/query refuses more (422); the chat facade keeps the most recent
+    turns within both bounds, since chat clients resend the whole conversation. 0: follow-ups are not used."""
+    max_history_chars: int = Field(default=4000, ge=0, le=100_000)
+    """Characters over all kept turns: bounds the condense prompt and the extractive query."""
+
+
 class AuthSettings(_Section):
     api_keys_file: str = "api-keys.json"
     """Secret file (in the secrets dir, or Vault key) listing the API keys by SHA-256, with groups and roles."""
@@ -269,6 +279,7 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from docquery.errors import ConfigError
 from docquery.index.fusion import FusionParams
 from docquery.ports import Embedder, Generator, IndexAdapter
+from docquery.rag.conversation import ConversationConfig
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
 from docquery.secrets import (
@@ -246,6 +247,11 @@ def build_components(
         generator=generator,
         sanitizer=Sanitizer(settings.api.link_allowlist),
         retrieval=RetrievalConfig(mode=settings.retrieval.mode, min_dense_score=settings.retrieval.min_dense_score),
+        conversation=ConversationConfig(
+            max_turns=settings.conversation.max_history_turns,
+            max_chars=settings.conversation.max_history_chars,
+            max_question_chars=settings.api.max_question_chars,
+        ),
     )
     return Components(
         settings=settings,

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from docquery import chunking
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 
 READY = "ready"
@@ -87,6 +88,8 @@ def _run(channel: int, jobs: int) -> None:
     except EOFError:
         return  # the parent went away before sending the job
     prepare, docs = cast(tuple[Prepare, Sequence[PlannedDoc]], job)
+    # The chunker's imports take seconds: paid here, under the start timeout, not a file's parse timeout.
+    chunking.preload()
     write_frame(channel, READY)
     for planned in docs:
         write_frame(channel, outcome(prepare, planned))

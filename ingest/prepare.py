@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections
+from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections, embedding_text
 from docquery.collection import chunk_point_id
 from docquery.domain import Chunk, DocumentRecord
 from ingest.loaders import Limits, loader_for, suffix_of
@@ -69,6 +69,9 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
                 page=page,
                 ingested_at=cfg.ingested_at,
                 flags=tuple(sorted(flags)),
+                section=piece.section,
+                char_start=piece.start,
+                char_end=piece.end,
             )
         )
         quarantined.append(bool(flags) and cfg.quarantine_flagged)
@@ -96,5 +99,5 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
         record=record,
         chunks=chunks,
         quarantined=quarantined,
-        embed_texts=[c.text for c in chunks],
+        embed_texts=[embedding_text(doc.title, c.text, tokenizer, cfg.spec) for c in chunks],
     )

@@ -188,7 +188,15 @@ class _Embedding:
                 self.shared.fail_doc(entry.prep, "embedding failed")
         else:
             items = [
-                (e.prep, IndexedChunk(chunk=e.prep.chunks[i], dense=v, quarantined=e.prep.quarantined[i]))
+                (
+                    e.prep,
+                    IndexedChunk(
+                        chunk=e.prep.chunks[i],
+                        dense=v,
+                        quarantined=e.prep.quarantined[i],
+                        index_text=e.prep.embed_texts[i],
+                    ),
+                )
                 for (e, i), v in zip(live, vectors, strict=True)
             ]
             self.shared.progress.embedded(len(items))

@@ -57,6 +57,7 @@ class AuditLog:
         doc_ids: Sequence[str] = (),
         chunk_ids: Sequence[str] = (),
         duration_ms: float | None = None,
+        question_rewritten: bool = False,
     ) -> dict[str, Any]:
         rec: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -71,6 +72,8 @@ class AuditLog:
         }
         if duration_ms is not None:
             rec["duration_ms"] = round(duration_ms, 3)
+        if question_rewritten:
+            rec["question_rewritten"] = True  # that the conversation changed the question, never its text
         with self._lock:
             rec["chain"] = self.chain
             rec["seq"] = self._seq

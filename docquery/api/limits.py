@@ -12,11 +12,13 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docquery.api.errors import ApiError, envelope, request_id_of
+from docquery.api.schemas import HistoryTurn
+from docquery.rag.conversation import Turn
 from docquery.settings import Settings
 
 Clock = Callable[[], float]
@@ -164,6 +166,16 @@ def check_question(text: str, settings: Settings, field: str = "question") -> st
     if len(stripped) > limit:
         raise ApiError(422, f"invalid request: {field}: longer than {limit} characters")
     return stripped
+
+
+def check_history(turns: Sequence[HistoryTurn], settings: Settings) -> list[Turn]:
+    """/v1/query's history bounds (turns, then characters); 422 names the bound, never the text."""
+    cfg = settings.conversation
+    if len(turns) > cfg.max_history_turns:
+        raise ApiError(422, f"invalid request: history: more than {cfg.max_history_turns} turns")
+    if sum(len(t.content) for t in turns) > cfg.max_history_chars:
+        raise ApiError(422, f"invalid request: history: longer than {cfg.max_history_chars} characters in all")
+    return [Turn(t.role, t.content) for t in turns]
 
 
 def check_top_k(top_k: int | None, settings: Settings, default: int | None = None) -> int:

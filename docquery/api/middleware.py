@@ -98,6 +98,7 @@ class RequestMiddleware:
                 doc_ids=doc_ids,
                 chunk_ids=chunk_ids,
                 duration_ms=elapsed * 1000.0,
+                question_rewritten=ctx.trace is not None and ctx.trace.rewritten,
             )
         # DEBUG: the audit record above is the per-request line at INFO; this one repeats it
         # in text form for local debugging without a second write per request in production.

@@ -18,6 +18,14 @@ from docquery.domain import Citation
 # in the routes and are at most these.
 MAX_QUESTION_CHARS_CEILING = 100_000
 MAX_TOP_K_CEILING = 200
+MAX_HISTORY_TURNS_CEILING = 64
+
+
+class HistoryTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=MAX_QUESTION_CHARS_CEILING)
 
 
 class QueryRequest(BaseModel):
@@ -26,6 +34,13 @@ class QueryRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS_CEILING)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K_CEILING)
     stream: bool = False
+    history: list[HistoryTurn] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_TURNS_CEILING,
+        description="Earlier turns, oldest first, so a follow-up question is understood in context. "
+        "Used only to decide what to search for (never as sources, never to widen access); bounded by "
+        "conversation.max_history_turns and max_history_chars (422 beyond).",
+    )
 
 
 class SearchRequest(BaseModel):

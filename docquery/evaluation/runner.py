@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.chunking import ChunkSpec, Section, Tokenizer, chunk_sections, tokenizer_for
+from docquery.chunking import ChunkSpec, Section, Tokenizer, chunk_sections, embedding_text, tokenizer_for
 from docquery.collection import chunk_point_id
 from docquery.domain import AclFilter, Chunk, IndexedChunk
 from docquery.evaluation.beir import BeirDataset, load_beir
@@ -51,6 +51,7 @@ class EvalChunk:
     index: int
     title: str
     text: str
+    embed: str = ""  # what is embedded (the text with its title prefix, as ingest embeds it)
 
 
 @dataclass
@@ -80,7 +81,16 @@ def chunk_corpus(dataset: BeirDataset, tokenizer: Tokenizer, spec: ChunkSpec | N
     for doc in dataset.corpus.values():
         text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
         pieces = [text] if spec is None else [c.text for c in chunk_sections([Section(text)], tokenizer, spec)]
-        out.extend(EvalChunk(doc.doc_id, i, doc.title, piece) for i, piece in enumerate(pieces))
+        out.extend(
+            EvalChunk(
+                doc.doc_id,
+                i,
+                doc.title,
+                piece,
+                piece if spec is None else embedding_text(doc.title, piece, tokenizer, spec),
+            )
+            for i, piece in enumerate(pieces)
+        )
     return out
 
 
@@ -91,7 +101,12 @@ def corpus_vectors(
         # Sparse runs never read the dense vectors: a constant unit vector saves minutes of embedding.
         return np.full((len(chunks), embedder.dimension), 1.0 / math.sqrt(embedder.dimension), dtype=np.float32)
     return embed_all(
-        embedder, [c.text for c in chunks], query=False, label="corpus", progress=progress, cache_dir=cache_dir
+        embedder,
+        [c.embed or c.text for c in chunks],
+        query=False,
+        label="corpus",
+        progress=progress,
+        cache_dir=cache_dir,
     )
 
 
@@ -113,7 +128,7 @@ def ingest(
                 content_sha256=sha,
                 acl_groups=(EVAL_GROUP,),
             )
-            items.append(IndexedChunk(chunk=chunk, dense=vec.tolist()))
+            items.append(IndexedChunk(chunk=chunk, dense=vec.tolist(), index_text=c.embed or None))
         index.upsert(items)
         progress.advance(len(items))
     index.flush()

@@ -27,6 +27,9 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
         Key.INGESTED_AT: c.ingested_at,
         Key.TEXT: text,
         Key.FLAGS: list(c.flags),
+        Key.SECTION: c.section,
+        Key.CHAR_START: c.char_start,
+        Key.CHAR_END: c.char_end,
     }
 
 
@@ -47,7 +50,15 @@ def chunk_from_payload(point_id: object, payload: Mapping[str, Any], cipher: Tex
         page=None if page is None else str(page),
         ingested_at=str(payload.get(Key.INGESTED_AT, "")),
         flags=tuple(payload.get(Key.FLAGS) or ()),
+        section=_int_or_none(payload.get(Key.SECTION)),
+        char_start=_int_or_none(payload.get(Key.CHAR_START)),
+        char_end=_int_or_none(payload.get(Key.CHAR_END)),
     )
+
+
+def _int_or_none(value: object) -> int | None:
+    # Chunks written before offsets were stored have none; a non-integer is treated the same.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def document_payload(record: DocumentRecord) -> dict[str, Any]:

@@ -112,7 +112,7 @@ class QdrantIndex:
                 id=str(uuid.UUID(item.chunk.id)),
                 payload=chunk_payload(item, self._cipher),
                 dense=item.dense,
-                sparse=sparse_of(self._search.bm25.embed_document(item.chunk.text)),
+                sparse=sparse_of(self._search.bm25.embed_document(item.index_text or item.chunk.text)),
             )
             for item in chunks
         ]

@@ -14,7 +14,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from docquery.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt
 from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
-from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, drop_invented_citations
+from docquery.rag.conversation import (
+    ConversationConfig,
+    Turn,
+    bounded,
+    condense_prompt,
+    extractive_query,
+    rewritten_or_original,
+)
+from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, cites_a_source, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer
 from docquery.rag.sanitize_stream import StreamSanitizer
 
@@ -39,6 +47,7 @@ class Trace:
     llm_total_s: float | None = None
     deltas: int = 0
     refused: bool = False
+    rewritten: bool = False  # the conversation changed the question searched (the audit notes it, not the text)
     hits: list[Hit] = field(default_factory=list)
 
     @property
@@ -77,12 +86,33 @@ class RagPipeline:
         generator: Generator,
         sanitizer: Sanitizer,
         retrieval: RetrievalConfig,
+        conversation: ConversationConfig | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
         self.generator = generator
         self.sanitizer = sanitizer
         self.retrieval = retrieval
+        self.conversation = conversation  # None: earlier turns are not used
+
+    async def standalone(self, question: str, history: list[Turn], *, trace: Trace | None = None) -> str:
+        """The question to search and answer, given earlier turns (docquery.rag.conversation).
+
+        Only the question changes: the ACL still comes from the principal alone, and history
+        never enters a prompt that carries sources.
+        """
+        cfg = self.conversation
+        turns = bounded(history, cfg) if cfg is not None else []
+        if cfg is None or not turns:
+            return question
+        if self.generator.mode == "generative":
+            reply = await self.generator.complete(condense_prompt(question, turns))
+            out = rewritten_or_original(reply, question, cfg.max_question_chars)
+        else:
+            out = extractive_query(question, turns)
+        if trace is not None:
+            trace.rewritten = out != question
+        return out
 
     async def search(self, question: str, principal: Principal, top_k: int, *, trace: Trace | None = None) -> list[Hit]:
         """ACL-filtered hits. The filter comes from the verified principal only."""
@@ -153,6 +183,7 @@ class RagPipeline:
             model=self.generator.model,
             request_id=request_id,
             finish_reason=finish,
+            uncited=self.generator.mode == "generative" and not cites_a_source(text, len(hits)),
         )
 
     async def answer_stream(
@@ -189,7 +220,8 @@ class RagPipeline:
         if tail:
             yield StreamEvent("delta", {"text": tail})
         done = {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model}
-        yield StreamEvent("done", {**done, "finish_reason": finish[0]})
+        uncited = self.generator.mode == "generative" and not cites.cited
+        yield StreamEvent("done", {**done, "finish_reason": finish[0], "uncited": uncited})
 
     async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None]) -> AsyncIterator[str]:
         """The generator's text deltas; ``finish[0]`` is set to the reason it reports, if it does."""
@@ -221,6 +253,7 @@ class _CitationFilter:
     def __init__(self, n_sources: int) -> None:
         self._n = n_sources
         self._pending = ""
+        self.cited = False  # a marker for a returned source went out
 
     def feed(self, delta: str) -> str:
         self._pending += delta
@@ -229,8 +262,13 @@ class _CitationFilter:
             ready, self._pending = self._pending[:idx], self._pending[idx:]
         else:
             ready, self._pending = self._pending, ""
-        return drop_invented_citations(ready, self._n)
+        return self._release(ready)
+
+    def _release(self, ready: str) -> str:
+        out = drop_invented_citations(ready, self._n)
+        self.cited = self.cited or cites_a_source(out, self._n)
+        return out
 
     def flush(self) -> str:
         ready, self._pending = self._pending, ""
-        return drop_invented_citations(ready, self._n)
+        return self._release(ready)

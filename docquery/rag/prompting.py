@@ -57,19 +57,26 @@ def build_prompt(question: str, hits: Sequence[Hit], *, boundary: str | None = N
 def citations_for(hits: Sequence[Hit], *, clean: Callable[[str], str]) -> list[Citation]:
     """``[S1]``... for ``hits``; ``clean`` (the output sanitiser) is applied to the document-derived
     title and snippet as each citation is built."""
-    return [
-        Citation(
-            id=f"S{i}",
-            doc_id=h.chunk.doc_id,
-            source=h.chunk.source,
-            title=clean(h.chunk.title),
-            chunk_index=h.chunk.chunk_index,
-            score=round(h.score, 6),
-            snippet=clean(_snippet(h.chunk.text)),
-            page=h.chunk.page,
+    out = []
+    for i, h in enumerate(hits, start=1):
+        snippet = exact_snippet(h.chunk.text, clean)
+        out.append(
+            Citation(
+                id=f"S{i}",
+                doc_id=h.chunk.doc_id,
+                source=h.chunk.source,
+                title=clean(h.chunk.title),
+                chunk_index=h.chunk.chunk_index,
+                score=round(h.score, 6),
+                snippet=snippet,
+                page=h.chunk.page,
+                section=h.chunk.section,
+                char_start=h.chunk.char_start,
+                char_end=h.chunk.char_end,
+                snippet_truncated=len(snippet) < len(h.chunk.text),
+            )
         )
-        for i, h in enumerate(hits, start=1)
-    ]
+    return out
 
 
 _CITE = re.compile(r"\[S(\d+)\]")
@@ -80,9 +87,33 @@ def drop_invented_citations(answer: str, n_sources: int) -> str:
     return _CITE.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_sources else "", answer)
 
 
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
+def cites_a_source(answer: str, n_sources: int) -> bool:
+    """Whether ``answer`` has at least one ``[Sk]`` marker that points at a returned source."""
+    return any(1 <= int(m.group(1)) <= n_sources for m in _CITE.finditer(answer))
+
+
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def exact_snippet(text: str, clean: Callable[[str], str]) -> str:
+    """The opening of ``text`` (at most SNIPPET_CHARS, cut at a word boundary): an exact substring.
+
+    A quote must be verifiable against the source, so nothing is added (no ellipsis) or rewritten.
+    Where the sanitiser would change the opening (markup, links: exfiltration through the reader's
+    browser), the quote stops before the first such word instead; security wins over length.
+    """
+    if len(text) <= SNIPPET_CHARS:
+        candidate = text
+    else:
+        cut = max(text.rfind(s, 0, SNIPPET_CHARS + 1) for s in " \n\t")
+        candidate = text[:cut].rstrip() if cut > 0 else text[:SNIPPET_CHARS]
+    if clean(candidate) == candidate:
+        return candidate
+    for gap in reversed(list(_SPACE_RUN.finditer(candidate))):
+        opening = candidate[: gap.start()]
+        if clean(opening) == opening:
+            return opening
+    return ""
 
 
 def defuse(text: str) -> str:

@@ -3,7 +3,9 @@
 Each example ingests a few documents with random groups, each carrying a
 unique marker word, then asks as a random principal (a signed JWT with random
 groups) through /v1/query (JSON and SSE), /v1/search, /v1/chat/completions
-(JSON and stream) and /v1/documents. Nothing the principal may not read can
+(JSON and stream) and /v1/documents, and again with a conversation history
+(``history``, earlier ``messages``) that names every document's marker and
+the ACL groups. Nothing the principal may not read can
 appear: no foreign doc id in citations or listings, no foreign marker in any
 body. Documents accumulate across examples, so later examples run against a
 bigger, mixed index. The relevance threshold is off, to let every ACL-visible
@@ -73,6 +75,7 @@ def _visible(doc_groups: tuple[str, ...], principal_groups: set[str]) -> bool:
     principal_groups=st.lists(st.sampled_from([*GROUPS, "nobody"]), max_size=3, unique=True),
     query_words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
     probe_markers=st.integers(min_value=0, max_value=3),
+    follow_up=st.sampled_from(["and that one?", "what about it", "tell me more", "policy"]),
 )
 def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     acl_harness: Harness,
@@ -81,6 +84,7 @@ def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     principal_groups: list[str],
     query_words: list[str],
     probe_markers: int,
+    follow_up: str,
 ) -> None:
     h = acl_harness
     markers: dict[str, str] = {}
@@ -129,6 +133,25 @@ def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     r = h.client.post("/v1/chat/completions", json={**chat, "stream": True}, headers=auth)
     assert r.status_code == 200
     bodies.append(r.text)
+
+    # History is caller text like the question: naming hidden documents or groups in it
+    # widens nothing, on either endpoint (the follow-ups are joined to it in extractive mode).
+    history = [
+        {"role": "user", "content": " ".join([*query_words, *all_markers.values(), "acl_groups", *GROUPS])},
+        {"role": "assistant", "content": "groups: " + " ".join(GROUPS) + " " + " ".join(all_markers.values())},
+    ]
+    for stream in (False, True):
+        r = h.client.post("/v1/query", json={"question": follow_up, "history": history, "stream": stream}, headers=auth)
+        assert r.status_code == 200
+        bodies.append(r.text)
+        if not stream:
+            cited += [c["doc_id"] for c in r.json()["citations"]]
+        messages = [*history, {"role": "user", "content": follow_up}]
+        r = h.client.post("/v1/chat/completions", json={**chat, "messages": messages, "stream": stream}, headers=auth)
+        assert r.status_code == 200
+        bodies.append(r.text)
+        if not stream:
+            cited += [c["doc_id"] for c in r.json()["citations"]]
 
     r = h.client.get("/v1/documents", headers=auth)
     assert r.status_code == 200

@@ -2,8 +2,9 @@
 
 Existing OpenAI clients and chat UIs can use DocQuery as a model. The answer
 comes from the same RAG pipeline (same ACL filter, threshold, sanitiser),
-asked with the last user message; earlier turns are not sent to retrieval or
-the LLM, so a conversation cannot smuggle text past the prompt's data fence.
+asked with the last user message. Earlier user and assistant turns only help
+decide what to search for (docquery.rag.conversation): they never reach the
+answer prompt's data fence, and system, developer and tool messages are ignored.
 Sources are appended to the content (for UIs) and given as ``citations``.
 """
 
@@ -24,6 +25,7 @@ from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, prime, sse_data
 from docquery.domain import Citation
+from docquery.rag.conversation import Turn
 from docquery.rag.pipeline import StreamEvent
 
 log = logging.getLogger("docquery.api")
@@ -38,10 +40,12 @@ async def models(call: QueryCall) -> ModelList:
     return ModelList(data=[ModelCard(id=MODEL_ID)])
 
 
-def _question(body: ChatCompletionRequest) -> str:
-    for message in reversed(body.messages):
-        if message.role == "user":
-            return message.text()
+def _question(body: ChatCompletionRequest) -> tuple[str, list[Turn]]:
+    """The last user message, and the user/assistant turns before it (the pipeline bounds them)."""
+    for i in range(len(body.messages) - 1, -1, -1):
+        if body.messages[i].role == "user":
+            earlier = [Turn(m.role, m.text()) for m in body.messages[:i] if m.role in ("user", "assistant")]
+            return body.messages[i].text(), earlier
     raise ApiError(422, "invalid request: messages: no user message")
 
 
@@ -57,9 +61,11 @@ def sources_footer(citations: list[Citation]) -> str:
 @router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
 async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
-    question = check_question(_question(body), settings, field="messages")
+    asked, history = _question(body)
+    question = check_question(asked, settings, field="messages")
     top_k = check_top_k(None, settings)
     trace = ctx.use_trace()
+    question = await c.pipeline.standalone(question, history, trace=trace)
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
         async with call.llm_slot():

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import translate
-from docquery.api.limits import check_question, check_top_k
+from docquery.api.limits import check_history, check_question, check_top_k
 from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
 from docquery.api.sse import STREAM_HEADERS, prime, sse
 from docquery.domain import Answer
@@ -34,7 +34,9 @@ async def query(body: QueryRequest, call: QueryCall) -> Response:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
+    history = check_history(body.history, settings)
     trace = ctx.use_trace()
+    question = await c.pipeline.standalone(question, history, trace=trace)
     if not body.stream:
         async with call.llm_slot():
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)

@@ -1,0 +1,142 @@
+"""Citations quote exactly; ``[Sn]`` markers map to returned sources only; uncited answers are marked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docquery.domain import AclFilter, Chunk, Hit, Principal, Prompt
+from docquery.ports import SearchMode
+from docquery.rag.pipeline import RagPipeline, RetrievalConfig
+from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
+from docquery.rag.sanitize import Sanitizer
+from tests.fakes import HashEmbedder
+
+CLEAN = Sanitizer()
+_PIECES = st.sampled_from(
+    ["word", "longerword", "é", " ", "  ", "\n", "\n\n", ".", ",", "<b>", "p < 0.05", "[x](http://evil.test/q)",
+     "![i](https://e.test/a.png)", "www.evil.test", "javascript:alert(1)", "[S1]", "ünïcode", "x" * 40]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(_PIECES, min_size=1, max_size=120).map("".join).map(str.strip).filter(bool))
+def test_snippets_are_exact_safe_openings_cut_at_word_boundaries(text: str) -> None:
+    snippet = exact_snippet(text, CLEAN)
+    assert text.startswith(snippet)  # an exact substring: the passage's opening
+    assert len(snippet) <= SNIPPET_CHARS
+    assert CLEAN(snippet) == snippet  # nothing the sanitiser would rewrite
+    if snippet and snippet != text:
+        # Cut at a word boundary (unless the first word alone is longer than the snippet).
+        assert text[len(snippet)].isspace() or (
+            len(snippet) == SNIPPET_CHARS and not any(ch.isspace() for ch in snippet)
+        )
+
+
+def test_a_plain_long_passage_is_quoted_up_to_the_last_whole_word() -> None:
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    snippet = exact_snippet(text.strip(), CLEAN)
+    assert len(snippet) > SNIPPET_CHARS - 12 and text.startswith(snippet) and text[len(snippet)] == " "
+
+
+def _hit(i: int, text: str) -> Hit:
+    chunk = Chunk(
+        id=f"c{i}", doc_id=f"d{i}", source=f"d{i}.md", title=f"T{i}", chunk_index=0, text=text,
+        content_sha256="0" * 64, acl_groups=("eng",), page="Guide > Part", section=2, char_start=10 * i,
+        char_end=10 * i + len(text),
+    )  # fmt: skip
+    return Hit(chunk=chunk, score=1.0 - i / 10, dense_score=0.9)
+
+
+def test_citations_carry_section_offsets_and_truncation() -> None:
+    hits = [_hit(1, "Short passage."), _hit(2, "Long passage words. " * 40)]
+    short, long_ = citations_for(hits, clean=CLEAN)
+    assert (short.section, short.char_start, short.char_end, short.snippet_truncated) == (2, 10, 24, False)
+    assert short.snippet == "Short passage."
+    assert long_.snippet_truncated and hits[1].chunk.text.startswith(long_.snippet)
+
+
+class _Index:
+    def __init__(self, hits: list[Hit]) -> None:
+        self.hits = hits
+
+    async def search(
+        self,
+        *,
+        dense: Sequence[float] | None,
+        text: str | None,
+        acl: AclFilter,
+        limit: int,
+        mode: SearchMode = "hybrid",
+    ) -> list[Hit]:
+        return self.hits[:limit]
+
+
+class _Scripted:
+    def __init__(self, reply: list[str], mode: Literal["generative", "extractive"] = "generative") -> None:
+        self.reply = reply
+        self._mode = mode
+
+    @property
+    def model(self) -> str:
+        return "scripted"
+
+    @property
+    def mode(self) -> Literal["generative", "extractive"]:
+        return self._mode
+
+    async def complete(self, prompt: Prompt) -> str:
+        return "".join(self.reply)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        for part in self.reply:
+            yield part
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _pipeline(reply: list[str]) -> RagPipeline:
+    return RagPipeline(
+        embedder=HashEmbedder(),
+        index=_Index([_hit(1, "One."), _hit(2, "Two.")]),  # type: ignore[arg-type]
+        generator=_Scripted(reply),
+        sanitizer=CLEAN,
+        retrieval=RetrievalConfig(mode="dense", min_dense_score=0.0),
+    )
+
+
+ALICE = Principal(id="alice", groups=frozenset({"eng"}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "uncited"),
+    [
+        (["Yes [S1] and [S2]."], "Yes [S1] and [S2].", False),
+        (["Yes [S", "3] and [S", "2]."], "Yes  and [S2].", False),
+        (["Made up [S9] [S0]."], "Made up  .", True),  # only invented markers: cites nothing
+        (["No markers at all."], "No markers at all.", True),
+    ],
+)
+def test_markers_map_to_returned_citations_and_uncited_answers_are_marked(
+    reply: list[str], answer: str, uncited: bool
+) -> None:
+    result = asyncio.run(_pipeline(reply).answer("q", ALICE, 5, "r1"))
+    assert (result.answer, result.uncited) == (answer, uncited)
+    assert [c.id for c in result.citations] == ["S1", "S2"]
+
+    async def stream() -> tuple[str, bool]:
+        text, done = "", {}
+        async for ev in _pipeline(reply).answer_stream("q", ALICE, 5, "r2"):
+            if ev.event == "delta":
+                text += ev.data["text"]
+            if ev.event == "done":
+                done = ev.data
+        return text, bool(done["uncited"])
+
+    assert asyncio.run(stream()) == (answer, uncited)
