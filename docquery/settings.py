@@ -70,6 +70,16 @@ class QdrantSettings(BaseModel):
     shard_number: int = Field(default=1, ge=1)
     replication_factor: int = Field(default=1, ge=1)
     write_consistency_factor: int = Field(default=1, ge=1)
+    # Search structures of a collection this build creates (docs/benchmarks.md, "Scale"); an existing
+    # collection keeps those it was created with. oversampling and hnsw_ef apply to every search.
+    hnsw_m: int = Field(default=16, ge=4, le=128)
+    hnsw_ef_construct: int = Field(default=100, ge=4, le=1000)
+    hnsw_ef: int | None = Field(default=None, ge=1, le=4096)
+    full_scan_threshold_kb: int = Field(default=10_000, ge=0)
+    quantization: Literal["int8", "none"] = "int8"
+    oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
+    indexing_threshold_kb: int = Field(default=10_000, ge=0)
+    max_segment_size_kb: int = Field(default=200_000, ge=1_000)
 
 
 EmbedderPrecision = Literal["auto", "float32", "bfloat16"]
