@@ -111,12 +111,13 @@ def search_params(tuning: IndexTuning, *, exact: bool = False) -> models.SearchP
     return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
 
 
-def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning) -> models.SearchParams | None:
+def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning | None) -> models.SearchParams | None:
     """Dense queries get the HNSW/quantization parameters; sparse ones are exact already."""
-    return search_params(tuning, exact=s.exact) if n.using == DENSE_VECTOR else None
+    return search_params(tuning, exact=s.exact) if tuning is not None and n.using == DENSE_VECTOR else None
 
 
-def _request(s: e.Search, tuning: IndexTuning) -> models.QueryRequest:
+def _request(s: e.Search, tuning: IndexTuning | None) -> models.QueryRequest:
+    """``tuning`` None: no search parameters (local mode is exact and warns about any)."""
     flt = _filter(s.where)
     with_vector: list[str] | bool = [DENSE_VECTOR] if s.with_dense else False
     if s.fusion is not None:
@@ -255,7 +256,7 @@ class ServerEngine:
         return True
 
     async def query(self, searches: Sequence[e.Search]) -> list[list[e.Found]]:
-        requests = [_request(s, self._tuning) for s in searches]
+        requests = [_request(s, None if self._lock is not None else self._tuning) for s in searches]
         with _guard("search", self._lock):
             responses = await self._async_client().query_batch_points(self.name, requests)
         return [[_found(p) for p in r.points] for r in responses]
