@@ -75,7 +75,7 @@ class QdrantSettings(BaseModel):
     hnsw_m: int = Field(default=16, ge=4, le=128)
     hnsw_ef_construct: int = Field(default=100, ge=4, le=1000)
     hnsw_ef: int | None = Field(default=None, ge=1, le=4096)
-    full_scan_threshold_kb: int = Field(default=10_000, ge=0)
+    full_scan_threshold_kb: int = Field(default=100_000, ge=0)
     quantization: Literal["int8", "none"] = "int8"
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     indexing_threshold_kb: int = Field(default=10_000, ge=0)

@@ -25,9 +25,10 @@ HNSW_PAYLOAD_KEYS: frozenset[Key] = frozenset({Key.ACL_GROUPS})
 class IndexTuning:
     hnsw_m: int = 16
     hnsw_ef_construct: int = 100
-    # Below this many KB of matching vectors, a filtered search scores the payload index's
-    # candidates exactly instead of walking the graph (Qdrant's query planner).
-    full_scan_threshold_kb: int = 10_000
+    # Below this many KB of matching vectors (about 65k of 384 floats), a filtered search scores
+    # the payload index's candidates exactly instead of walking the graph (Qdrant's query planner):
+    # a caller's ACL scope up to that size gets exact recall; past it, the graph with ACL links.
+    full_scan_threshold_kb: int = 100_000
     quantization: QuantizationKind = "int8"
     quantile: float = 0.99
     # Candidates scored on int8 per result wanted, then rescored on the original vectors.

@@ -233,7 +233,7 @@ def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes()
     tuning = IndexTuning(hnsw_m=24, max_segment_size_kb=50_000)
     open_server(url=":memory:", name="c", model_id="m", dimension=DIM, client=client, tuning=tuning).close()
     hnsw, quant, opt = (client.created[k] for k in ("hnsw_config", "quantization_config", "optimizers_config"))
-    assert (hnsw.m, hnsw.ef_construct, hnsw.full_scan_threshold) == (24, 100, 10_000)
+    assert (hnsw.m, hnsw.ef_construct, hnsw.full_scan_threshold) == (24, 100, IndexTuning().full_scan_threshold_kb)
     assert quant.scalar.type == models.ScalarType.INT8 and quant.scalar.memory == models.Memory.PINNED
     assert (opt.indexing_threshold, opt.max_segment_size) == (10_000, 50_000)
     assert set(client.indexes) == {k.value for k in INDEXED_KEYWORDS}
