@@ -61,6 +61,24 @@ class QdrantSettings(_Section):
     """Replicas of each shard, for a collection the server adapter creates."""
     write_consistency_factor: int = Field(default=1, ge=1)
     """Replicas that must confirm a write, for a collection the server adapter creates."""
+    hnsw_m: int = Field(default=16, ge=4, le=128)
+    """HNSW links per node, for a collection this build creates (an existing one keeps its own;
+    docs/benchmarks.md, "Scale")."""
+    hnsw_ef_construct: int = Field(default=100, ge=4, le=1000)
+    """HNSW candidates while building the graph, for a collection this build creates."""
+    hnsw_ef: int | None = Field(default=None, ge=1, le=4096)
+    """HNSW candidates per search (unset: the engine's default); applies to every search."""
+    full_scan_threshold_kb: int = Field(default=100_000, ge=0)
+    """Below this much vector data in a filtered scope, a search scores every candidate from the payload index
+    exactly instead of walking the graph."""
+    quantization: Literal["int8", "none"] = "int8"
+    """Dense vectors kept as int8 scalars in RAM for search (rescored on the originals), or not quantized."""
+    oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
+    """Candidates fetched from the quantized vectors per result, before rescoring; applies to every search."""
+    indexing_threshold_kb: int = Field(default=10_000, ge=0)
+    """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize."""
+    max_segment_size_kb: int = Field(default=200_000, ge=1_000)
+    """Largest segment the optimizer builds by merging."""
 
 
 EmbedderPrecision = Literal["auto", "float32", "bfloat16"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from docquery.errors import ConfigError
 from docquery.index.fusion import FusionParams
+from docquery.index.tuning import IndexTuning
 from docquery.ports import Embedder, Generator, IndexAdapter
 from docquery.rag.conversation import ConversationConfig
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
@@ -65,6 +66,7 @@ def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -
         model_id=embedder.model_id,
         dimension=embedder.dimension,
         fusion=fusion_params(s),
+        tuning=index_tuning(s),
     )
 
 
@@ -84,6 +86,7 @@ def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider)
         shard_number=s.qdrant.shard_number,
         replication_factor=s.qdrant.replication_factor,
         write_consistency_factor=s.qdrant.write_consistency_factor,
+        tuning=index_tuning(s),
     )
 
 
@@ -140,6 +143,20 @@ def fusion_params(s: Settings) -> FusionParams:
         dense_weight=r.dense_weight,
         sparse_weight=r.sparse_weight,
         prefetch_limit=r.prefetch_limit,
+    )
+
+
+def index_tuning(s: Settings) -> IndexTuning:
+    q = s.qdrant
+    return IndexTuning(
+        hnsw_m=q.hnsw_m,
+        hnsw_ef_construct=q.hnsw_ef_construct,
+        hnsw_ef=q.hnsw_ef,
+        full_scan_threshold_kb=q.full_scan_threshold_kb,
+        quantization=q.quantization,
+        oversampling=q.oversampling,
+        indexing_threshold_kb=q.indexing_threshold_kb,
+        max_segment_size_kb=q.max_segment_size_kb,
     )
 
 

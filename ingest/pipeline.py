@@ -198,11 +198,14 @@ def run_ingest(
             _apply_deletes(index, plan, report)
             index.flush()
             if cfg.optimize and report.chunks_written:
-                # Edge never builds its HNSW/payload-indexed segments by itself; without
-                # this, every search scans (docs/benchmarks.md, "Search latency").
+                # Edge never optimizes by itself. The collection's thresholds decide what this does:
+                # nothing until the unindexed segment passes indexing_threshold_kb, and never a merge
+                # past max_segment_size_kb, so a small run into a large collection stays cheap
+                # (docs/ingestion.md, "End of a run").
                 t_opt = time.monotonic()
-                index.optimize()
-                log.info("index optimized in %.2fs", time.monotonic() - t_opt)
+                rebuilt = index.optimize()
+                outcome = "rebuilt segments" if rebuilt else "nothing to do"
+                log.info("index optimize: %s in %.2fs", outcome, time.monotonic() - t_opt)
         except DocQueryError as exc:
             # Something may already be written, so this is not a usage error: report it (exit 1).
             # A re-run converges (pending records, deterministic ids).

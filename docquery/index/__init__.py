@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from docquery.index.fusion import FusionParams
 from docquery.index.store import QdrantIndex
+from docquery.index.tuning import IndexTuning
 from docquery.ports import KeyProvider, TextCipher
 
 if TYPE_CHECKING:
@@ -30,9 +31,10 @@ class ServerOptions(TypedDict, total=False):
     replication_factor: int
     write_consistency_factor: int
     client: QdrantClient | None
+    tuning: IndexTuning | None
 
 
-__all__ = ["FusionParams", "QdrantIndex", "ServerOptions", "open_edge", "open_server"]
+__all__ = ["FusionParams", "IndexTuning", "QdrantIndex", "ServerOptions", "open_edge", "open_server"]
 
 
 def open_edge(
@@ -43,10 +45,12 @@ def open_edge(
     dimension: int,
     fusion: FusionParams | None = None,
     cipher: TextCipher | None = None,
+    tuning: IndexTuning | None = None,
 ) -> QdrantIndex:
+    """``tuning``: HNSW, quantization and optimizer bounds for a new shard; search-time fields for any."""
     from docquery.index.edge import EdgeEngine  # the embedded engine loads only when used
 
-    engine = EdgeEngine(path, dimension=dimension)
+    engine = EdgeEngine(path, dimension=dimension, tuning=tuning)
     return QdrantIndex(engine, name=name, model_id=model_id, dimension=dimension, fusion=fusion, cipher=cipher)
 
 

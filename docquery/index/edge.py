@@ -18,6 +18,7 @@ from qdrant_edge import (
     CountRequest,
     Distance,
     EdgeConfig,
+    EdgeOptimizersConfig,
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
@@ -25,23 +26,30 @@ from qdrant_edge import (
     Filter,
     Fusion,
     HasIdCondition,
+    HnswIndexConfig,
+    KeywordIndexParams,
     MatchAny,
     MatchValue,
+    Memory,
     Modifier,
-    PayloadSchemaType,
     Point,
     Prefetch,
+    QuantizationSearchParams,
     Query,
     QueryBatchRequest,
     QueryRequest,
+    ScalarQuantizationConfig,
+    ScalarType,
     ScrollRequest,
+    SearchParams,
     SparseVector,
     UpdateOperation,
 )
 
-from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, SPARSE_VECTOR
+from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.errors import VectorIndexError
 from docquery.index import engine as e
+from docquery.index.tuning import IndexTuning
 
 
 @contextmanager
@@ -79,11 +87,50 @@ def _fusion(f: e.RankFusion) -> Fusion:
     return rrf
 
 
-def _request(s: e.Search) -> QueryRequest:
+def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
+    """A new shard's config: HNSW, int8 quantization kept in RAM (originals stay on mmap), optimizer bounds."""
+    quantization = (
+        ScalarQuantizationConfig(type=ScalarType.Int8, quantile=tuning.quantile, memory=Memory.Pinned)
+        if tuning.quantized
+        else None
+    )
+    return EdgeConfig(
+        vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine)},
+        sparse_vectors={SPARSE_VECTOR: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+        hnsw_config=HnswIndexConfig(
+            m=tuning.hnsw_m, ef_construct=tuning.hnsw_ef_construct, full_scan_threshold=tuning.full_scan_threshold_kb
+        ),
+        quantization_config=quantization,
+        optimizers=EdgeOptimizersConfig(
+            indexing_threshold=tuning.indexing_threshold_kb, max_segment_size=tuning.max_segment_size_kb
+        ),
+    )
+
+
+def search_params(tuning: IndexTuning, *, exact: bool = False) -> SearchParams:
+    if exact:
+        return SearchParams(exact=True, quantization=QuantizationSearchParams(ignore=True))
+    if not tuning.quantized:
+        return SearchParams(hnsw_ef=tuning.hnsw_ef)
+    quantization = QuantizationSearchParams(rescore=True, oversampling=tuning.oversampling)
+    return SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
+
+
+def _params(n: e.Nearest, dense: SearchParams, exact: SearchParams, s: e.Search) -> SearchParams | None:
+    """Dense queries get the HNSW/quantization parameters; sparse ones are exact already."""
+    if n.using != DENSE_VECTOR:
+        return None
+    return exact if s.exact else dense
+
+
+def _request(s: e.Search, dense: SearchParams, exact: SearchParams) -> QueryRequest:
     flt = _filter(s.where)
     with_vector = [DENSE_VECTOR] if s.with_dense else False
     if s.fusion is not None:
-        prefetch = [Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt) for n in s.prefetch]
+        prefetch = [
+            Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt, params=_params(n, dense, exact, s))
+            for n in s.prefetch
+        ]
         return QueryRequest(
             limit=s.limit,
             prefetches=prefetch,
@@ -94,7 +141,12 @@ def _request(s: e.Search) -> QueryRequest:
         )
     assert s.nearest is not None  # noqa: S101 - a Search has a query or a fusion
     return QueryRequest(
-        limit=s.limit, query=_nearest(s.nearest), filter=flt, with_payload=True, with_vector=with_vector
+        limit=s.limit,
+        query=_nearest(s.nearest),
+        filter=flt,
+        with_payload=True,
+        with_vector=with_vector,
+        params=_params(s.nearest, dense, exact, s),
     )
 
 
@@ -108,29 +160,29 @@ def _found(p: Any) -> e.Found:
 class EdgeEngine:
     """One collection in an embedded Edge shard at ``path``."""
 
-    def __init__(self, path: Path, *, dimension: int) -> None:
+    def __init__(self, path: Path, *, dimension: int, tuning: IndexTuning | None = None) -> None:
         self._lock = threading.Lock()
         self._closed = False
+        self._tuning = tuning or IndexTuning()
+        self._dense_params = search_params(self._tuning)
+        self._exact_params = search_params(self._tuning, exact=True)
         with _guard("open"):
             self.created = not (path / "edge_config.json").exists()
             if self.created:
                 path.mkdir(parents=True, exist_ok=True)
-                self._shard = EdgeShard.create(
-                    str(path),
-                    EdgeConfig(
-                        vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine)},
-                        sparse_vectors={SPARSE_VECTOR: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-                    ),
-                )
+                self._shard = EdgeShard.create(str(path), edge_config(dimension, self._tuning))
                 self.create_indexes()
             else:
+                # No config: an existing shard keeps the structures it was built with, since a
+                # changed one would make the next optimize() rebuild every segment.
                 self._shard = EdgeShard.load(str(path))
 
     async def query(self, searches: Sequence[e.Search]) -> list[list[e.Found]]:
         # Called on the caller's thread, without a hand-off: the engine holds the GIL for the
         # whole query, so a worker thread would not free the event loop (test_query_placement.py).
         with _guard("search"):
-            batches = self._shard.query_batch(QueryBatchRequest([_request(s) for s in searches]))
+            requests = [_request(s, self._dense_params, self._exact_params) for s in searches]
+            batches = self._shard.query_batch(QueryBatchRequest(requests))
         return [[_found(p) for p in points] for points in batches]
 
     def upsert(self, points: Sequence[e.Point]) -> None:
@@ -167,20 +219,29 @@ class EdgeEngine:
             return int(self._shard.count(CountRequest(filter=_filter(where), exact=True)))
 
     def create_indexes(self) -> None:
-        for key in INDEXED_KEYWORDS:
-            self._update("create index", UpdateOperation.create_field_index(key.value, PayloadSchemaType.Keyword))
+        for key, hnsw in IndexTuning.payload_keys():
+            params = KeywordIndexParams(enable_hnsw=hnsw)
+            self._update("create index", UpdateOperation.create_field_index(key.value, params))
 
     def flush(self) -> None:
         with _guard("flush"):
             self._shard.flush()
 
     def optimize(self) -> bool:
-        """Build the HNSW and payload-indexed segments; blocks until done.
+        """Run the optimizers their thresholds call for (HNSW, quantization, merges, vacuum); blocks until done.
 
-        Edge never optimizes on its own, so without this every search is an exact scan.
+        Edge never optimizes on its own: without this, every segment is searched by exact scan.
+        Segments under the indexing threshold are left as they are, so this is cheap when little changed.
         """
         with _guard("optimize"):
             return bool(self._shard.optimize())
+
+    def stats(self) -> e.Stats:
+        with _guard("info"):
+            info = self._shard.info()
+        return e.Stats(
+            points=int(info.points_count), indexed_vectors=int(info.indexed_vectors_count), segments=info.segments_count
+        )
 
     def ready(self) -> bool:
         return not self._closed

@@ -67,6 +67,7 @@ class Search:
     prefetch_limit: int = 0
     fusion: RankFusion | None = None
     with_dense: bool = False
+    exact: bool = False  # brute-force dense scoring, no HNSW or quantization: the reference for recall
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,15 @@ class Point:
         if self.sparse is not None:
             out[SPARSE_VECTOR] = sparse_type(self.sparse)
         return out
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the engine reports of its collection's build state."""
+
+    points: int
+    indexed_vectors: int  # dense vectors in HNSW segments, plus every sparse vector (always indexed)
+    segments: int
 
 
 class Engine(Protocol):
@@ -124,6 +134,8 @@ class Engine(Protocol):
     def flush(self) -> None: ...
 
     def optimize(self) -> bool: ...
+
+    def stats(self) -> Stats: ...
 
     def ready(self) -> bool: ...
 

@@ -31,7 +31,14 @@ class HybridSearch:
         self.cipher: TextCipher | None = None
 
     async def search(
-        self, *, dense: Sequence[float] | None, text: str | None, acl: AclFilter, limit: int, mode: SearchMode
+        self,
+        *,
+        dense: Sequence[float] | None,
+        text: str | None,
+        acl: AclFilter,
+        limit: int,
+        mode: SearchMode,
+        exact: bool = False,
     ) -> list[Hit]:
         if acl.allows_nothing or limit <= 0:
             return []  # fail closed: no groups, no query at all
@@ -43,7 +50,7 @@ class HybridSearch:
         if mode == "dense":
             if dense_q is None:
                 raise VectorIndexError("search", "dense mode needs a query vector")
-            (points,) = await self._engine.query([Search(where, limit, nearest=dense_q)])
+            (points,) = await self._engine.query([Search(where, limit, nearest=dense_q, exact=exact)])
             return self._hits(points, {p.id: p.score for p in points})
         if mode == "sparse":
             if sparse_q is None:
@@ -53,20 +60,34 @@ class HybridSearch:
         assert dense is not None and dense_q is not None and sparse_q is not None  # noqa: S101 - narrowed above
         fetch = max(limit, self._fusion.prefetch_limit)
         if self._fusion.method == "convex":
-            return await self._convex(list(dense), dense_q, sparse_q, where, limit=limit, fetch=fetch)
+            return await self._convex(list(dense), dense_q, sparse_q, where, limit=limit, fetch=fetch, exact=exact)
         fusion = RankFusion(
             self._fusion.method, self._fusion.rrf_k, (self._fusion.dense_weight, self._fusion.sparse_weight)
         )
-        fused = Search(where, limit, prefetch=(dense_q, sparse_q), prefetch_limit=fetch, fusion=fusion, with_dense=True)
+        branches = (dense_q, sparse_q)
+        fused = Search(
+            where, limit, prefetch=branches, prefetch_limit=fetch, fusion=fusion, with_dense=True, exact=exact
+        )
         (points,) = await self._engine.query([fused])
         return self._hits(points, cosine_scores(dense, {p.id: p.dense for p in points}))
 
     async def _convex(
-        self, dense: list[float], dense_q: Nearest, sparse_q: Nearest, where: Where, *, limit: int, fetch: int
+        self,
+        dense: list[float],
+        dense_q: Nearest,
+        sparse_q: Nearest,
+        where: Where,
+        *,
+        limit: int,
+        fetch: int,
+        exact: bool,
     ) -> list[Hit]:
         """Min-max convex fusion, client-side (Qdrant has none); both branches ACL-filtered in the engine."""
         dense_points, sparse_points = await self._engine.query(
-            [Search(where, fetch, nearest=dense_q), Search(where, fetch, nearest=sparse_q, with_dense=True)]
+            [
+                Search(where, fetch, nearest=dense_q, exact=exact),
+                Search(where, fetch, nearest=sparse_q, with_dense=True),
+            ]
         )
         points = {p.id: p for p in (*sparse_points, *dense_points)}
         cosine = {p.id: p.score for p in dense_points}

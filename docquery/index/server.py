@@ -18,9 +18,10 @@ from typing import Any, cast
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, SPARSE_VECTOR
+from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.errors import VectorIndexError
 from docquery.index import engine as e
+from docquery.index.tuning import IndexTuning
 from docquery.ports import KeyProvider
 
 LOCAL_MEMORY = ":memory:"
@@ -79,12 +80,51 @@ def _fusion(f: e.RankFusion) -> models.RrfQuery | models.FusionQuery:
     return models.RrfQuery(rrf=models.Rrf(k=f.rrf_k, weights=list(f.weights)))
 
 
-def _request(s: e.Search) -> models.QueryRequest:
+def collection_config(tuning: IndexTuning) -> dict[str, Any]:
+    """``create_collection`` arguments for the search structures: the embedded engine's, on the server."""
+    quantization = (
+        models.ScalarQuantization(
+            scalar=models.ScalarQuantizationConfig(
+                type=models.ScalarType.INT8, quantile=tuning.quantile, memory=models.Memory.PINNED
+            )
+        )
+        if tuning.quantized
+        else None
+    )
+    return {
+        "hnsw_config": models.HnswConfigDiff(
+            m=tuning.hnsw_m, ef_construct=tuning.hnsw_ef_construct, full_scan_threshold=tuning.full_scan_threshold_kb
+        ),
+        "quantization_config": quantization,
+        "optimizers_config": models.OptimizersConfigDiff(
+            indexing_threshold=tuning.indexing_threshold_kb, max_segment_size=tuning.max_segment_size_kb
+        ),
+    }
+
+
+def search_params(tuning: IndexTuning, *, exact: bool = False) -> models.SearchParams:
+    if exact:
+        return models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
+    quantization = (
+        models.QuantizationSearchParams(rescore=True, oversampling=tuning.oversampling) if tuning.quantized else None
+    )
+    return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
+
+
+def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning | None) -> models.SearchParams | None:
+    """Dense queries get the HNSW/quantization parameters; sparse ones are exact already."""
+    return search_params(tuning, exact=s.exact) if tuning is not None and n.using == DENSE_VECTOR else None
+
+
+def _request(s: e.Search, tuning: IndexTuning | None) -> models.QueryRequest:
+    """``tuning`` None: no search parameters (local mode is exact and warns about any)."""
     flt = _filter(s.where)
     with_vector: list[str] | bool = [DENSE_VECTOR] if s.with_dense else False
     if s.fusion is not None:
         prefetch = [
-            models.Prefetch(query=_vector(n.vector), using=n.using, filter=flt, limit=s.prefetch_limit)
+            models.Prefetch(
+                query=_vector(n.vector), using=n.using, filter=flt, limit=s.prefetch_limit, params=_params(n, s, tuning)
+            )
             for n in s.prefetch
         ]
         return models.QueryRequest(
@@ -103,6 +143,7 @@ def _request(s: e.Search) -> models.QueryRequest:
         limit=s.limit,
         with_payload=True,
         with_vector=with_vector,
+        params=_params(s.nearest, s, tuning),
     )
 
 
@@ -145,10 +186,13 @@ class ServerEngine:
         replication_factor: int = 1,
         write_consistency_factor: int = 1,
         client: QdrantClient | None = None,
+        tuning: IndexTuning | None = None,
     ) -> None:
         """``client``: a ready client to use instead of connecting to ``url`` (tests share one
-        local-mode client between two opens to exercise reopening); ``close`` leaves it open."""
+        local-mode client between two opens to exercise reopening); ``close`` leaves it open.
+        ``tuning``: the search structures of a collection this open creates, and the search parameters."""
         self.name = name
+        self._tuning = tuning or IndexTuning()
         self._owns_client = client is None
         self._closed = False
         local = url == LOCAL_MEMORY or (
@@ -202,6 +246,7 @@ class ServerEngine:
                 shard_number=shards,
                 replication_factor=replicas,
                 write_consistency_factor=write_consistency,
+                **collection_config(self._tuning),
             )
         except Exception:
             if self._client.collection_exists(self.name):
@@ -211,7 +256,7 @@ class ServerEngine:
         return True
 
     async def query(self, searches: Sequence[e.Search]) -> list[list[e.Found]]:
-        requests = [_request(s) for s in searches]
+        requests = [_request(s, None if self._lock is not None else self._tuning) for s in searches]
         with _guard("search", self._lock):
             responses = await self._async_client().query_batch_points(self.name, requests)
         return [[_found(p) for p in r.points] for r in responses]
@@ -255,8 +300,9 @@ class ServerEngine:
         with _guard("create index", self._lock), warnings.catch_warnings():
             # Local mode warns that payload indexes do nothing there (it scans); the server uses them.
             warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
-            for key in INDEXED_KEYWORDS:
-                self._client.create_payload_index(self.name, key.value, models.PayloadSchemaType.KEYWORD, wait=True)
+            for key, hnsw in IndexTuning.payload_keys():
+                schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=hnsw)
+                self._client.create_payload_index(self.name, key.value, schema, wait=True)
 
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""
@@ -264,6 +310,13 @@ class ServerEngine:
     def optimize(self) -> bool:
         """The server's optimizers run on their own (local mode scans): nothing to do."""
         return False
+
+    def stats(self) -> e.Stats:
+        with _guard("info", self._lock):
+            info = self._client.get_collection(self.name)
+        return e.Stats(
+            points=info.points_count or 0, indexed_vectors=info.indexed_vectors_count or 0, segments=info.segments_count
+        )
 
     def ready(self) -> bool:
         if self._closed:

@@ -18,7 +18,7 @@ from qdrant_edge import Bm25
 from docquery.collection import META_POINT_ID, Key, Kind, check_collection_meta, document_point_id
 from docquery.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
 from docquery.index import filters
-from docquery.index.engine import Engine, Found, Match, Point, Where
+from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
 from docquery.index.fusion import FusionParams
 from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
 from docquery.index.search import HybridSearch, sparse_of
@@ -93,6 +93,10 @@ class QdrantIndex:
         """Build the engine's search structures where it does not on its own (Edge); call it after a bulk ingest."""
         return self._engine.optimize()
 
+    def stats(self) -> Stats:
+        """Points, indexed vectors and segments, as the engine reports them."""
+        return self._engine.stats()
+
     def ready(self) -> bool:
         return self._engine.ready()
 
@@ -126,8 +130,10 @@ class QdrantIndex:
         acl: AclFilter,
         limit: int,
         mode: SearchMode = "hybrid",
+        exact: bool = False,
     ) -> list[Hit]:
-        return await self._search.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode)
+        """``exact``: score the dense branch by brute force (no HNSW, no quantization), as the recall reference."""
+        return await self._search.search(dense=dense, text=text, acl=acl, limit=limit, mode=mode, exact=exact)
 
     def delete_chunks(self, doc_id: str, *, keep_ids: Sequence[str] = ()) -> int:
         where = filters.doc_chunks(doc_id, except_ids=tuple(keep_ids))

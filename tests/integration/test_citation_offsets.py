@@ -10,7 +10,7 @@ from docquery.rag.prompting import citations_for
 from docquery.rag.sanitize import Sanitizer
 from ingest.loaders import Limits, load
 from ingest.plan import EXTRA_PIPELINE
-from tests.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
+from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 
 __all__ = ["ingest_env"]
 

@@ -15,7 +15,7 @@ from docquery.ports import SearchMode
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
 from docquery.rag.sanitize import Sanitizer
-from tests.fakes import HashEmbedder
+from tests.support.fakes import HashEmbedder
 
 CLEAN = Sanitizer()
 _PIECES = st.sampled_from(

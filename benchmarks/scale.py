@@ -1,0 +1,345 @@
+"""How search latency, recall, memory, write speed and build time grow with the collection.
+
+Builds a collection of ``--chunks`` N synthetic chunks through the product's own index
+adapter and write path (``QdrantIndex.upsert``: points, payload, BM25, upsert; no embedding),
+with the product's default index and search settings (``docquery.wiring``), then measures
+with the ACL filter in place. Vectors are random unit 384-d; text is drawn from a fixed
+vocabulary (Zipf, head cut) so BM25 has realistic posting lists; each chunk belongs to one of
+10 ACL groups, and 1 in 20 is public.
+
+    .venv/bin/python benchmarks/scale.py --chunks 100000 --json
+    .venv/bin/python benchmarks/scale.py --chunks 100000 --qdrant-url http://localhost:6333
+
+With ``--json`` the last line is one JSON object; ``benchmarks/scale_plot.py`` draws the curves
+from a file of such lines. The embedded run builds in a temporary directory and removes it; a
+server run creates a collection of its own and deletes it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import SecretStr
+
+from docquery.collection import PUBLIC_GROUP, chunk_point_id
+from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.index import QdrantIndex, open_edge, open_server
+from docquery.ports import SearchMode
+from docquery.settings import Settings
+from docquery.wiring import fusion_params, index_tuning
+
+DIM = 384
+GROUPS = 10
+BATCH = 2000
+CALLERS = {"1 group": ("g1",), "3 groups": ("g1", "g2", "g3")}
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
+
+
+class TextMaker:
+    """Synthetic chunk and query text over a random vocabulary, Zipf minus its 50 most frequent ranks."""
+
+    def __init__(self, rng: np.random.Generator, size: int = 20_000) -> None:
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        self.words = ["".join(rng.choice(letters, size=int(rng.integers(3, 10)))) for _ in range(size)]
+        weights = 1.0 / np.arange(51, size + 51)
+        self.p = weights / weights.sum()
+        self.rng = rng
+
+    def texts(self, n: int, lo: int, hi: int) -> list[str]:
+        lengths = self.rng.integers(lo, hi, size=n)
+        ids = self.rng.choice(len(self.words), size=int(lengths.sum()), p=self.p)
+        out, at = [], 0
+        for k in lengths:
+            out.append(" ".join(self.words[w] for w in ids[at : at + k]))
+            at += int(k)
+        return out
+
+
+def make_batch(rng: np.random.Generator, text: TextMaker, lo: int, n: int) -> list[IndexedChunk]:
+    vecs = unit_vectors(rng, n)
+    items = []
+    for j, body in enumerate(text.texts(n, 40, 160)):
+        i = lo + j
+        group = PUBLIC_GROUP if i % 20 == 0 else f"g{i % GROUPS}"
+        doc_id = f"doc{i // 4}"
+        chunk = Chunk(
+            id=chunk_point_id(doc_id, "sha", i % 4),
+            doc_id=doc_id,
+            source=f"{doc_id}.txt",
+            title=doc_id,
+            chunk_index=i % 4,
+            text=body,
+            content_sha256="sha",
+            acl_groups=(group,),
+        )
+        items.append(IndexedChunk(chunk=chunk, dense=vecs[j].tolist()))
+    return items
+
+
+def percentile(sorted_ms: list[float], p: float) -> float:
+    k = (len(sorted_ms) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(sorted_ms) - 1)
+    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (k - lo)
+
+
+def rss_mb() -> float:
+    """Resident set now (VmRSS), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+class AnonPeak:
+    """Peak anonymous memory (RssAnon), sampled: RSS also counts the engine's mmap'd segment files,
+    page cache the kernel can reclaim; the anonymous part is what the process really holds."""
+
+    def __init__(self, every_s: float = 0.25) -> None:
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    self.peak_mb = max(self.peak_mb, int(line.split()[1]) / 1024)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mb
+
+
+def disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def build(index: QdrantIndex, n: int, rng: np.random.Generator, text: TextMaker) -> float:
+    """Write N chunks; returns the seconds spent in the write path (generation excluded)."""
+    write_s = 0.0
+    started = time.monotonic()
+    for lo in range(0, n, BATCH):
+        items = make_batch(rng, text, lo, min(BATCH, n - lo))
+        t0 = time.perf_counter()
+        index.upsert(items)
+        write_s += time.perf_counter() - t0
+        done = lo + len(items)
+        if (lo // BATCH) % 25 == 0 or done == n:
+            _progress(f"wrote {done}/{n} chunks ({time.monotonic() - started:.0f}s, rss {rss_mb():.0f} MB)")
+    t0 = time.perf_counter()
+    index.flush()
+    return write_s + time.perf_counter() - t0
+
+
+Query = tuple[list[float], str]
+
+
+async def _latency(
+    index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query], warmup: int
+) -> list[float]:
+    for dense, q in queries[:warmup]:
+        await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
+    times = []
+    for dense, q in queries[warmup:]:
+        t0 = time.perf_counter()
+        await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)
+
+
+async def _recall(index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query]) -> float:
+    """Share of the exact top 10 (same filter, same fusion, brute-force dense) that the default search finds."""
+    found = wanted = 0
+    for dense, q in queries:
+        approx = await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
+        exact = await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode, exact=True)
+        found += len({h.chunk.id for h in approx} & {h.chunk.id for h in exact})
+        wanted += len(exact)
+    return found / wanted if wanted else 1.0
+
+
+async def measure(
+    index: QdrantIndex, queries: list[Query], *, timed: int, warmup: int, recall_n: int
+) -> dict[str, Any]:
+    callers: dict[str, Any] = {}
+    for caller, groups in CALLERS.items():
+        acl = AclFilter.for_groups(set(groups))
+        row: dict[str, float] = {}
+        for mode in ("hybrid", "dense"):
+            times = await _latency(index, mode, acl, queries[: warmup + timed], warmup)
+            row[f"{mode}_p50_ms"] = round(percentile(times, 50), 3)
+            row[f"{mode}_p99_ms"] = round(percentile(times, 99), 3)
+            _progress(f"{caller} {mode}: p50 {row[f'{mode}_p50_ms']:.2f} ms, p99 {row[f'{mode}_p99_ms']:.2f} ms")
+        reference = queries[-recall_n:]
+        row["hybrid_recall_at_10"] = round(await _recall(index, "hybrid", acl, reference), 4)
+        row["dense_recall_at_10"] = round(await _recall(index, "dense", acl, reference), 4)
+        _progress(f"{caller} recall@10: hybrid {row['hybrid_recall_at_10']}, dense {row['dense_recall_at_10']}")
+        callers[caller] = row
+    rows = list(callers.values())
+    return {
+        # The headline figures are the worse caller's: what a reader should plan for.
+        "hybrid_acl_p50_ms": max(r["hybrid_p50_ms"] for r in rows),
+        "hybrid_acl_p99_ms": max(r["hybrid_p99_ms"] for r in rows),
+        "dense_acl_p50_ms": max(r["dense_p50_ms"] for r in rows),
+        "dense_acl_p99_ms": max(r["dense_p99_ms"] for r in rows),
+        "recall_at_10": min(r["hybrid_recall_at_10"] for r in rows),
+        "dense_recall_at_10": min(r["dense_recall_at_10"] for r in rows),
+        "callers": callers,
+    }
+
+
+def _wait_server_indexed(index_info: Callable[[], tuple[str, int, int]], timeout_s: float) -> None:
+    """A server optimizes on its own: wait until the collection reports green with every vector indexed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status, points, indexed = index_info()
+        if status == "green":
+            return
+        _progress(f"server: {status}, {indexed} vectors indexed of {points} points")
+        time.sleep(2)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    settings = Settings()
+    tuning = index_tuning(settings)
+    fusion = fusion_params(settings)
+    rng = np.random.default_rng(args.seed)
+    text = TextMaker(rng)
+    load_before = os.getloadavg()
+    anon = AnonPeak()
+    tmp = Path(tempfile.mkdtemp(prefix="docquery-scale-"))
+    client: Any = None
+    name = f"docquery-scale-{uuid.uuid4().hex[:8]}"
+    # --keep: the collection stays, as a data dir DocQuery can open (benchmarks/scale_incremental.py).
+    shard = args.keep / "collections" / "scale" if args.keep else tmp / "shard"
+    try:
+        if args.qdrant_url:
+            from qdrant_client import QdrantClient
+
+            key = os.environ.get("DOCQUERY_QDRANT__API_KEY")
+            client = QdrantClient(url=args.qdrant_url, api_key=key, check_compatibility=False, timeout=60)
+            index = open_server(
+                url=args.qdrant_url,
+                name=name,
+                model_id=args.model_id,
+                dimension=DIM,
+                fusion=fusion,
+                tuning=tuning,
+                client=client,
+                api_key=(lambda: SecretStr(key)) if key else None,
+            )
+        else:
+            index = open_edge(shard, name="scale", model_id=args.model_id, dimension=DIM, fusion=fusion, tuning=tuning)
+        t0 = time.monotonic()
+        write_s = build(index, args.chunks, rng, text)
+        t_opt = time.monotonic()
+        _progress("optimizing (HNSW, int8 quantization, payload-indexed segments)")
+        index.optimize()
+        if client is not None:
+
+            def info() -> tuple[str, int, int]:
+                c = client.get_collection(name)
+                return str(c.status.value), int(c.points_count or 0), int(c.indexed_vectors_count or 0)
+
+            _wait_server_indexed(info, timeout_s=3600)
+        optimize_s = time.monotonic() - t_opt
+        build_s = time.monotonic() - t0
+        _progress(f"searchable after {build_s:.0f}s (write {write_s:.0f}s, optimize {optimize_s:.0f}s)")
+        qv = unit_vectors(rng, args.warmup + args.queries)
+        qt = text.texts(args.warmup + args.queries, 3, 9)
+        queries = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
+        rss_built = rss_mb()
+        found = asyncio.run(
+            measure(index, queries, timed=args.queries, warmup=args.warmup, recall_n=args.recall_queries)
+        )
+        index.close()
+        size = disk_mb(shard) if client is None else None
+    finally:
+        if client is not None:
+            client.delete_collection(name)
+            client.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "chunks": args.chunks,
+        "backend": "server" if args.qdrant_url else "edge",
+        **{k: v for k, v in found.items() if k != "callers"},
+        "write_chunks_per_s": round(args.chunks / write_s, 1),
+        "build_s": round(build_s, 1),
+        "write_s": round(write_s, 1),
+        "optimize_s": round(optimize_s, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_anon_mb": round(anon.stop(), 1),
+        "rss_after_build_mb": round(rss_built, 1),
+        "disk_mb": None if size is None else round(size, 1),
+        "callers": found["callers"],
+        "queries": args.queries,
+        "recall_queries": args.recall_queries,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "tuning": asdict(tuning),
+        "fusion": asdict(fusion),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunks", type=int, required=True, help="collection size N")
+    ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    ap.add_argument("--qdrant-url", help="run against a Qdrant server instead of the embedded engine")
+    ap.add_argument("--queries", type=int, default=1000, help="timed queries per caller and mode")
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--recall-queries", type=int, default=200, help="queries compared with exact search")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--keep", type=Path, help="build in DATA_DIR/collections/scale and keep it (embedded only)")
+    ap.add_argument("--model-id", default="synthetic", help="model id recorded in the collection (with --keep)")
+    args = ap.parse_args(argv)
+    if args.chunks < 1 or args.queries < 1 or not 1 <= args.recall_queries <= args.warmup + args.queries:
+        ap.error("--chunks and --queries must be positive, --recall-queries at most --warmup + --queries")
+    if args.keep and (args.qdrant_url or (args.keep / "collections" / "scale").exists()):
+        ap.error("--keep needs the embedded engine and a data dir without a collection 'scale'")
+    result = run(args)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

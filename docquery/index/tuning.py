@@ -1,0 +1,49 @@
+"""Search structures of a collection, engine-neutral: HNSW, int8 quantization, payload indexes, optimizer bounds.
+
+Each translator turns ``IndexTuning`` into its engine's own config. The build-time fields
+(HNSW, quantization, thresholds, segment size, payload index flags) are fixed when a
+collection is created: an existing collection keeps the ones it was created with. The
+search-time fields (``oversampling``, ``hnsw_ef``) apply to every collection on every query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from docquery.collection import INDEXED_KEYWORDS, Key
+
+QuantizationKind = Literal["int8", "none"]
+
+# The payload fields whose values get their own HNSW links (filterable HNSW): the ACL groups,
+# which every search filters on. ``kind`` = chunk holds nearly every point, so links for it
+# would duplicate the whole graph; doc_id, root and content_sha256 only filter reads and deletes.
+HNSW_PAYLOAD_KEYS: frozenset[Key] = frozenset({Key.ACL_GROUPS})
+
+
+@dataclass(frozen=True)
+class IndexTuning:
+    hnsw_m: int = 16
+    hnsw_ef_construct: int = 100
+    # Below this many KB of matching vectors (about 65k of 384 floats), a filtered search scores
+    # the payload index's candidates exactly instead of walking the graph (Qdrant's query planner):
+    # a caller's ACL scope up to that size gets exact recall; past it, the graph with ACL links.
+    full_scan_threshold_kb: int = 100_000
+    quantization: QuantizationKind = "int8"
+    quantile: float = 0.99
+    # Candidates scored on int8 per result wanted, then rescored on the original vectors.
+    oversampling: float = 2.0
+    hnsw_ef: int | None = None  # None: the engine's default (ef_construct, at least the limit)
+    # A segment is indexed (HNSW, quantized) once its unindexed vectors pass this many KB.
+    indexing_threshold_kb: int = 10_000
+    # Optimizations never merge segments past this size, which bounds what one optimize() rebuilds.
+    max_segment_size_kb: int = 200_000
+
+    @property
+    def quantized(self) -> bool:
+        return self.quantization != "none"
+
+    @staticmethod
+    def payload_keys() -> tuple[tuple[Key, bool], ...]:
+        """Each keyword-indexed field and whether it gets HNSW payload links."""
+        return tuple((key, key in HNSW_PAYLOAD_KEYS) for key in INDEXED_KEYWORDS)

@@ -1,0 +1,249 @@
+"""The index's search structures on the real engines: payload indexes, HNSW, int8 quantization, recall.
+
+Edge runs for real (qdrant-edge in a temporary directory). The server translator runs over
+qdrant-client's local mode, which ignores index settings, so what it sends is read off a
+recording client instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient, models
+from qdrant_edge import PayloadSchemaType
+
+from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
+from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.index import IndexTuning, QdrantIndex, edge, open_edge, open_server, server
+from docquery.index.engine import Match, Nearest, RankFusion, Search, Sparse, Where
+from docquery.settings import Settings
+from docquery.wiring import index_tuning
+
+DIM = 64
+GROUPS = 10
+N = 6000
+# Small collections need small thresholds to exercise what a large one does: segments past the
+# indexing threshold get HNSW and int8; filters matching more than the full-scan threshold
+# (here ~250 vectors of 64 floats) walk the graph instead of scoring the payload index's points.
+SMALL = IndexTuning(full_scan_threshold_kb=64, indexing_threshold_kb=256)
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
+
+
+def _group(i: int) -> str:
+    return PUBLIC_GROUP if i % 20 == 0 else f"g{i % GROUPS}"
+
+
+def _chunks(vectors: np.ndarray, rng: np.random.Generator) -> list[IndexedChunk]:
+    words = [f"w{k}" for k in range(500)]
+    out = []
+    for i, vec in enumerate(vectors):
+        doc_id = f"doc{i}"
+        text = " ".join(words[int(w)] for w in rng.integers(0, len(words), size=8))
+        chunk = Chunk(
+            id=chunk_point_id(doc_id, "sha", 0),
+            doc_id=doc_id,
+            source=f"{doc_id}.txt",
+            title=doc_id,
+            chunk_index=0,
+            text=text,
+            content_sha256="sha",
+            acl_groups=(_group(i),),
+        )
+        out.append(IndexedChunk(chunk=chunk, dense=vec.tolist()))
+    return out
+
+
+@dataclass
+class Built:
+    index: QdrantIndex
+    path: Path
+    vectors: np.ndarray
+    ids: list[str]
+    groups: list[str]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    """N random unit vectors in 10 ACL groups and a public share, optimized (HNSW + int8 built)."""
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng, N)
+    path = tmp_path_factory.mktemp("scale") / "shard"
+    index = open_edge(path, name="scale", model_id="synthetic", dimension=DIM, tuning=SMALL)
+    items = _chunks(vectors, rng)
+    for lo in range(0, N, 1000):
+        index.upsert(items[lo : lo + 1000])
+    index.flush()
+    assert index.optimize() is True
+    yield Built(index, path, vectors, [c.chunk.id for c in items], [_group(i) for i in range(N)])
+    index.close()
+
+
+def test_new_collection_has_keyword_indexes_on_acl_and_kind(built: Built) -> None:
+    schema = built.index._engine._shard.info().payload_schema  # type: ignore[attr-defined]
+    assert {str(k) for k in INDEXED_KEYWORDS} <= set(schema)
+    for key in INDEXED_KEYWORDS:
+        assert schema[key.value].data_type == PayloadSchemaType.Keyword
+    # Filterable HNSW: the ACL groups get links of their own, the near-universal kind does not.
+    assert schema[Key.ACL_GROUPS.value].params.enable_hnsw is True
+    assert schema[Key.KIND.value].params.enable_hnsw is False
+    assert schema[Key.ACL_GROUPS.value].points == N
+    assert schema[Key.KIND.value].points == N + 1  # the chunks and the meta point
+
+
+def test_new_collection_is_created_with_hnsw_quantization_and_optimizer_bounds(tmp_path: Path) -> None:
+    tuning = IndexTuning(hnsw_m=24, hnsw_ef_construct=128, full_scan_threshold_kb=5000, max_segment_size_kb=50_000)
+    open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=tuning).close()
+    config = json.loads((tmp_path / "s" / "edge_config.json").read_text())
+    assert config["hnsw_config"] == {**config["hnsw_config"], "m": 24, "ef_construct": 128, "full_scan_threshold": 5000}
+    assert config["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "memory": "pinned"}}
+    assert config["optimizers"]["indexing_threshold"] == tuning.indexing_threshold_kb
+    assert config["optimizers"]["max_segment_size"] == 50_000
+
+
+def test_settings_defaults_are_the_tuning_defaults() -> None:
+    assert index_tuning(Settings()) == IndexTuning()
+
+
+def test_quantization_none_creates_no_quantized_vectors(tmp_path: Path) -> None:
+    open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=IndexTuning(quantization="none")).close()
+    config = json.loads((tmp_path / "s" / "edge_config.json").read_text())
+    assert config.get("quantization_config") is None
+
+
+def test_an_existing_collection_keeps_the_settings_it_was_created_with(tmp_path: Path) -> None:
+    def built_with() -> tuple[Any, ...]:
+        config = json.loads((tmp_path / "s" / "edge_config.json").read_text())
+        return config["hnsw_config"]["m"], config["quantization_config"], config["optimizers"]["max_segment_size"]
+
+    open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=IndexTuning(hnsw_m=24)).close()
+    before = built_with()
+    other = IndexTuning(quantization="none", hnsw_m=8, max_segment_size_kb=5_000)
+    open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=other).close()
+    assert built_with() == before
+    assert before[0] == 24
+
+
+def test_optimize_builds_hnsw_segments(built: Built) -> None:
+    stats = built.index.stats()
+    assert stats.points == N + 1
+    # Every dense vector is in an HNSW segment (plus every sparse one, which is always indexed).
+    assert stats.indexed_vectors >= 2 * N
+    assert built.index.optimize() is False  # nothing left to do: a second call is free
+
+
+def _exact_top10(b: Built, query: np.ndarray, groups: set[str]) -> set[str]:
+    allowed = np.array([g in groups or g == PUBLIC_GROUP for g in b.groups])
+    scores = np.where(allowed, b.vectors @ query, -np.inf)
+    return {b.ids[i] for i in np.argsort(-scores)[:10]}
+
+
+@pytest.mark.parametrize("groups", [{"g1"}, {"g1", "g2", "g3"}])
+def test_dense_recall_at_10_against_brute_force_with_the_acl_filter(built: Built, groups: set[str]) -> None:
+    rng = np.random.default_rng(11)
+    queries = _unit(rng, 100)
+    acl = AclFilter.for_groups(groups)
+
+    async def recall() -> float:
+        found = 0
+        for q in queries:
+            hits = await built.index.search(dense=q.tolist(), text=None, acl=acl, limit=10, mode="dense")
+            assert {h.chunk.acl_groups[0] for h in hits} <= groups | {PUBLIC_GROUP}
+            found += len({h.chunk.id for h in hits} & _exact_top10(built, q, groups))
+        return found / (10 * len(queries))
+
+    assert asyncio.run(recall()) >= 0.95
+
+
+def test_hybrid_recall_at_10_against_exact_search_with_the_acl_filter(built: Built) -> None:
+    rng = np.random.default_rng(12)
+    queries = _unit(rng, 100)
+    acl = AclFilter.for_groups({"g4"})
+
+    async def recall() -> float:
+        found = 0
+        for i, q in enumerate(queries):
+            text = f"w{i} w{i + 7} w{i + 30}"
+            approx = await built.index.search(dense=q.tolist(), text=text, acl=acl, limit=10)
+            exact = await built.index.search(dense=q.tolist(), text=text, acl=acl, limit=10, exact=True)
+            assert len(exact) == 10
+            found += len({h.chunk.id for h in approx} & {h.chunk.id for h in exact})
+        return found / (10 * len(queries))
+
+    assert asyncio.run(recall()) >= 0.95
+
+
+def test_exact_search_is_brute_force_and_matches_numpy(built: Built) -> None:
+    q = _unit(np.random.default_rng(13), 1)[0]
+    acl = AclFilter.for_groups({"g2"})
+    hits = asyncio.run(built.index.search(dense=q.tolist(), text=None, acl=acl, limit=10, mode="dense", exact=True))
+    assert {h.chunk.id for h in hits} == _exact_top10(built, q, {"g2"})
+
+
+def _fused_search() -> Search:
+    where = Where(must=(Match(Key.KIND.value, ("chunk",)),))
+    branches = (Nearest(DENSE_VECTOR, [0.1] * DIM), Nearest(SPARSE_VECTOR, Sparse([1], [1.0])))
+    return Search(where, 10, prefetch=branches, prefetch_limit=100, fusion=RankFusion("dbsf"))
+
+
+def test_edge_dense_branches_rescore_int8_with_oversampling_and_sparse_ones_are_untouched() -> None:
+    tuning = IndexTuning(oversampling=3.0, hnsw_ef=200)
+    dense_params, exact_params = edge.search_params(tuning), edge.search_params(tuning, exact=True)
+    dense_branch, sparse_branch = edge._request(_fused_search(), dense_params, exact_params).prefetches
+    assert dense_branch.params is not None and dense_branch.params.quantization is not None
+    assert (dense_branch.params.quantization.rescore, dense_branch.params.quantization.oversampling) == (True, 3.0)
+    assert (dense_branch.params.hnsw_ef, dense_branch.params.exact) == (200, False)
+    assert sparse_branch.params is None
+    exact = replace(_fused_search(), exact=True)
+    exact_branch = edge._request(exact, dense_params, exact_params).prefetches[0]
+    assert exact_branch.params is not None and exact_branch.params.exact is True
+    assert exact_branch.params.quantization is not None and exact_branch.params.quantization.ignore is True
+
+
+class RecordingClient(QdrantClient):
+    """A local-mode client that keeps what the translator asked the server for."""
+
+    def __init__(self) -> None:
+        super().__init__(location=":memory:")
+        self.created: dict[str, Any] = {}
+        self.indexes: dict[str, Any] = {}
+
+    def create_collection(self, collection_name: str, **kwargs: Any) -> bool:  # type: ignore[override]
+        self.created = kwargs
+        return super().create_collection(collection_name, **kwargs)
+
+    def create_payload_index(self, collection_name: str, field_name: str, field_schema: Any = None, **kw: Any) -> Any:  # type: ignore[override]
+        self.indexes[field_name] = field_schema
+        return super().create_payload_index(collection_name, field_name, field_schema, **kw)
+
+
+def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes() -> None:
+    client = RecordingClient()
+    tuning = IndexTuning(hnsw_m=24, max_segment_size_kb=50_000)
+    open_server(url=":memory:", name="c", model_id="m", dimension=DIM, client=client, tuning=tuning).close()
+    hnsw, quant, opt = (client.created[k] for k in ("hnsw_config", "quantization_config", "optimizers_config"))
+    assert (hnsw.m, hnsw.ef_construct, hnsw.full_scan_threshold) == (24, 100, IndexTuning().full_scan_threshold_kb)
+    assert quant.scalar.type == models.ScalarType.INT8 and quant.scalar.memory == models.Memory.PINNED
+    assert (opt.indexing_threshold, opt.max_segment_size) == (10_000, 50_000)
+    assert set(client.indexes) == {k.value for k in INDEXED_KEYWORDS}
+    assert {k for k, schema in client.indexes.items() if schema.enable_hnsw} == {Key.ACL_GROUPS.value}
+    client.close()
+
+
+def test_server_dense_branches_carry_the_search_params() -> None:
+    dense_branch, sparse_branch = server._request(_fused_search(), IndexTuning(oversampling=3.0)).prefetch or []
+    assert isinstance(dense_branch, models.Prefetch) and isinstance(sparse_branch, models.Prefetch)
+    assert dense_branch.params is not None and dense_branch.params.quantization is not None
+    assert (dense_branch.params.quantization.rescore, dense_branch.params.quantization.oversampling) == (True, 3.0)
+    assert sparse_branch.params is None

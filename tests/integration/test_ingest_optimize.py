@@ -1,0 +1,83 @@
+"""What ``docquery ingest`` does to the index at the end of a run, on the real embedded engine.
+
+The run calls optimize() when it wrote chunks, and the collection's thresholds decide what that
+costs: a run that leaves less than ``indexing_threshold_kb`` of unindexed vectors rebuilds nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from docquery.index import QdrantIndex
+from docquery.settings import Settings
+from docquery.wiring import build_index
+from ingest.pipeline import IngestOptions, run_ingest
+from tests.support.ingest_fixtures import CountingEmbedder, write
+
+DIM = 64  # CountingEmbedder: 256 bytes a vector, so 4 KB is 16 chunks
+
+
+@pytest.fixture
+def small_threshold(tmp_path: Path) -> Iterator[tuple[Settings, CountingEmbedder, QdrantIndex, Path]]:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        secrets_dir=tmp_path / "secrets",
+        qdrant={"indexing_threshold_kb": 4},
+        ingest={"chunk_tokens": 16, "chunk_overlap": 0},
+    )
+    embedder = CountingEmbedder()
+    index = build_index(settings, embedder)
+    assert isinstance(index, QdrantIndex)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    yield settings, embedder, index, docs
+    index.close()
+
+
+def _doc(n: int) -> str:
+    return " ".join(f"word{n}x{k} alpha beta gamma" for k in range(40)) + "\n"
+
+
+def _optimize_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("index optimize:")]
+
+
+def test_a_bulk_run_builds_the_index_and_a_small_one_rebuilds_nothing(
+    small_threshold: tuple[Settings, CountingEmbedder, QdrantIndex, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings, embedder, index, docs = small_threshold
+    caplog.set_level(logging.INFO, logger="ingest")
+    for n in range(10):
+        write(docs / f"d{n}.txt", _doc(n))
+    first = run_ingest(settings, IngestOptions(paths=(docs,), groups=("staff",)), embedder=embedder, index=index)
+    assert first.chunks_written * DIM * 4 > 4 * 1024  # past the threshold
+    assert _optimize_lines(caplog)[-1].startswith("index optimize: rebuilt segments")
+    built = index.stats()
+    assert built.indexed_vectors >= 2 * first.chunks_written  # dense in HNSW, plus the sparse ones
+
+    caplog.clear()
+    write(docs / "late.txt", "one short late note\n")
+    second = run_ingest(settings, IngestOptions(paths=(docs,), groups=("staff",)), embedder=embedder, index=index)
+    assert (second.added, second.unchanged, second.chunks_written) == (1, 10, 1)
+    assert _optimize_lines(caplog)[-1].startswith("index optimize: nothing to do")
+    after = index.stats()
+    # The new chunk waits in the small appendable segment (searched exactly); no segment was rebuilt.
+    assert after.segments == built.segments
+    assert after.indexed_vectors == built.indexed_vectors + 1  # its sparse vector only
+
+
+def test_no_optimize_when_the_run_wrote_no_chunks(
+    small_threshold: tuple[Settings, CountingEmbedder, QdrantIndex, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings, embedder, index, docs = small_threshold
+    write(docs / "a.txt", _doc(1))
+    run_ingest(settings, IngestOptions(paths=(docs,), groups=("staff",)), embedder=embedder, index=index)
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="ingest")
+    again = run_ingest(settings, IngestOptions(paths=(docs,), groups=("staff",)), embedder=embedder, index=index)
+    assert (again.unchanged, again.chunks_written) == (1, 0)
+    assert _optimize_lines(caplog) == []

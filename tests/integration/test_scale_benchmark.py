@@ -1,0 +1,39 @@
+"""benchmarks/scale.py end to end on a tiny collection: the JSON line carries every figure the issue asks for."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
+KEYS = {
+    "hybrid_acl_p50_ms",
+    "hybrid_acl_p99_ms",
+    "dense_acl_p50_ms",
+    "dense_acl_p99_ms",
+    "recall_at_10",
+    "write_chunks_per_s",
+    "build_s",
+    "peak_rss_mb",
+    "disk_mb",
+}
+
+
+def test_scale_json_line_has_the_figures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("scale_bench", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["scale_bench"] = module  # dataclasses in the module resolve through sys.modules
+    spec.loader.exec_module(module)
+    argv = ["--chunks", "400", "--queries", "20", "--warmup", "2", "--recall-queries", "10", "--json"]
+    assert module.main([*argv, "--keep", str(tmp_path / "data")]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result) >= KEYS
+    assert result["chunks"] == 400 and result["backend"] == "edge"
+    assert result["recall_at_10"] >= 0.95  # 400 chunks: every search is an exact scan
+    assert set(result["callers"]) == {"1 group", "3 groups"}
+    assert (tmp_path / "data" / "collections" / "scale" / "edge_config.json").exists()
