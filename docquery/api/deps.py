@@ -12,7 +12,7 @@ measured in-process).
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -23,7 +23,9 @@ from docquery.api.context import RequestContext
 from docquery.api.errors import ApiError
 from docquery.api.fairshare import LlmShare
 from docquery.api.limits import AuthFailureLimiter, RateLimiter, rate_limited
+from docquery.api.sse import prime
 from docquery.domain import Principal
+from docquery.rag.pipeline import StreamEvent
 from docquery.settings import Settings
 from docquery.wiring import Components
 
@@ -65,6 +67,16 @@ class LlmSlot:
         if self.held:
             self.held = False
             self.share.release(self.principal_id)
+
+    async def prime(self, events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+        """Take the slot and pull the stream's first events; the slot goes back if that fails
+        (after that, the stream's body gives it back when it ends)."""
+        self.take()
+        try:
+            return await prime(events)
+        except BaseException:
+            self.give_back()
+            raise
 
     async def __aenter__(self) -> LlmSlot:
         self.take()

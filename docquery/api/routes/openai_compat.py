@@ -23,7 +23,7 @@ from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
-from docquery.api.sse import STREAM_HEADERS, prime, sse_data
+from docquery.api.sse import STREAM_HEADERS, sse_data
 from docquery.domain import Citation
 from docquery.rag.conversation import Turn
 from docquery.rag.pipeline import StreamEvent
@@ -92,13 +92,8 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
             }
         )
     slot = call.llm_slot()
-    slot.take()
-    try:
-        events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
-        head = await prime(events)
-    except BaseException:
-        slot.give_back()
-        raise
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot)
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)

@@ -14,7 +14,7 @@ from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import translate
 from docquery.api.limits import check_history, check_question, check_top_k
 from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
-from docquery.api.sse import STREAM_HEADERS, prime, sse
+from docquery.api.sse import STREAM_HEADERS, sse
 from docquery.domain import Answer
 from docquery.rag.pipeline import StreamEvent
 
@@ -43,13 +43,8 @@ async def query(body: QueryRequest, call: QueryCall) -> Response:
         ctx.outcome = "refused" if trace.refused else "answered"
         return _json(answer)
     slot = call.llm_slot()
-    slot.take()
-    try:
-        events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
-        head = await prime(events)
-    except BaseException:
-        slot.give_back()
-        raise
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     body_stream = _stream_body(head, events, ctx, slot)
     return StreamingResponse(body_stream, media_type="text/event-stream", headers=STREAM_HEADERS)
