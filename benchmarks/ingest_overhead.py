@@ -66,9 +66,9 @@ def _thread_cpu(target: Callable[..., Any], into: dict[str, float], name: str) -
 
 
 def one_run(root: Path, data: Path, embedder: InstantEmbedder) -> dict[str, float]:
-    from docquery.settings import Settings
-    from ingest import stream
+    from docquery.config.settings import Settings
     from ingest.pipeline import IngestOptions, run_ingest
+    from ingest.write import stream
 
     threads: dict[str, float] = {}
     write, embed_run = stream._write, stream._Embedding.run
@@ -96,8 +96,8 @@ def main() -> int:
 
     from ingest_throughput import write_corpus
 
-    from docquery.malloc import tune_for_bulk_embedding
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
+    from docquery.runtime.malloc import tune_for_bulk_embedding
 
     tuned = Settings().embedder.tune_malloc and tune_for_bulk_embedding()  # as `docquery ingest` does
     tmp = Path(tempfile.mkdtemp(prefix="ingest-overhead-"))

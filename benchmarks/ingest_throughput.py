@@ -14,7 +14,7 @@ Reports, in one process and one run:
 5. peak RSS.
 
 Model loading is outside every timing (both pipelines get a loaded model). The process first
-applies ``docquery.malloc.tune_for_bulk_embedding`` as ``docquery ingest`` does; it covers every
+applies ``docquery.runtime.malloc.tune_for_bulk_embedding`` as ``docquery ingest`` does; it covers every
 pipeline in the process alike. Each round runs
 raw (one call) / DocQuery / raw (calls of DOCQUERY_INGEST__EMBED_BATCH, 1024 by default) /
 llama-index, so that background load hits all of them alike; (1) for the round is the mean of
@@ -102,7 +102,7 @@ def cli_ingest_peak_rss(root: Path, data: Path) -> dict[str, float]:
 
 
 def write_corpus(root: Path, n: int) -> int:
-    from ingest.acl import ACL_FILE
+    from ingest.discover.acl import ACL_FILE
 
     root.mkdir(parents=True)
     (root / ACL_FILE).write_text("groups: [research]\n", encoding="utf-8")
@@ -120,12 +120,12 @@ def write_corpus(root: Path, n: int) -> int:
 def docquery_chunks(root: Path, settings: Any, embedder: Any) -> list[str]:
     """The exact chunk texts DocQuery embeds for this corpus (same code path as the ingest)."""
     from docquery.chunking import tokenizer_for
-    from ingest.acl import AclResolver
-    from ingest.discover import Discovery, Filters, Shard, discover
-    from ingest.loaders import Limits
+    from ingest.discover.acl import AclResolver
+    from ingest.discover.walk import Discovery, Filters, Shard, discover
     from ingest.pipeline import chunk_spec, pipeline_fingerprint
-    from ingest.plan import build_plan
-    from ingest.prepare import PrepareConfig, prepare
+    from ingest.plan.compare import build_plan
+    from ingest.prepare.document import PrepareConfig, prepare
+    from ingest.prepare.loaders import Limits
 
     spec = chunk_spec(settings)
     found: Discovery = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
@@ -175,7 +175,7 @@ class TimedEmbedder:
 
 
 def run_docquery(root: Path, data: Path, embedder: Any) -> tuple[dict[str, float], Any]:
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
     from ingest.pipeline import IngestOptions, run_ingest
 
     settings = Settings(data_dir=data, secrets_dir=data / "no-secrets")
@@ -261,7 +261,7 @@ def print_table(result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
     speedups = ", ".join(f"{b:.2f}×" for _, b in per_round)
     rows = [
         ("embedder precision (DocQuery and (1))", result["precision"]),
-        ("glibc malloc tuned for bulk embedding (docquery/malloc.py; the whole process, llama-index too)",
+        ("glibc malloc tuned for bulk embedding (docquery/runtime/malloc.py; the whole process, llama-index too)",
          "yes" if result["malloc_tuned"] else "no"),
         ("documents / DocQuery chunks / llama-index chunks",
          f"{result['docs']} / {result['docquery_chunks']} / {result['llama_chunks']}"),
@@ -330,7 +330,7 @@ def token_counts(root: Path, chunk_tokens: list[int], embedder: Any) -> tuple[in
 def padding(chunk_tokens: list[int], calls: tuple[int, ...] = (256, 1024)) -> dict[str, float]:
     """Share of padded tokens when calls of N chunks are each sorted by length and cut into the
     embedder's passes of 32 (as LocalEmbedder does), and in one call over the whole corpus."""
-    from docquery.adapters.local_embedder import MAX_TOKENS
+    from docquery.embedders.local import MAX_TOKENS
 
     lens = [min(MAX_TOKENS, n + 2) for n in chunk_tokens]  # + [CLS], [SEP]
     out: dict[str, float] = {}
@@ -366,7 +366,7 @@ def run_rounds(
     n: int, root: Path, tmp: Path, embedder: Any, texts: list[str], *, extra: int
 ) -> tuple[list[dict[str, Any]], Any]:
     """(per-round results, the settings of the last DocQuery ingest); (3b) and (3c) in the first ``extra``."""
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
 
     rounds: list[dict[str, Any]] = []
     embed_model = None
@@ -401,14 +401,14 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
 
-    from docquery.malloc import tune_for_bulk_embedding
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
+    from docquery.runtime.malloc import tune_for_bulk_embedding
 
     # As `docquery ingest` does, before any thread starts. It holds for the whole process, so
     # llama-index runs under the same allocator settings as DocQuery and (1).
     malloc_tuned = Settings().embedder.tune_malloc and tune_for_bulk_embedding()
 
-    from docquery.adapters.local_embedder import LocalEmbedder
+    from docquery.embedders.local import LocalEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
     root = tmp / "corpus"

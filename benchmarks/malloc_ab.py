@@ -1,4 +1,4 @@
-"""A/B of docquery.malloc: the same ingest measurements in fresh processes, with and without the
+"""A/B of docquery.runtime.malloc: the same ingest measurements in fresh processes, with and without the
 glibc malloc tuning, alternating so that the machine's drift hits both alike.
 
 Each child process writes the first N SciFact documents as files, loads the model (untimed),
@@ -33,14 +33,14 @@ def _usage() -> tuple[float, int]:
 
 def child(tuned: bool, n_docs: int) -> dict[str, Any]:
     """One process's measurements; runs in a fresh interpreter (see main)."""
-    from docquery.malloc import tune_for_bulk_embedding
+    from docquery.runtime.malloc import tune_for_bulk_embedding
 
     applied = tune_for_bulk_embedding() if tuned else False
     sys.path.insert(0, str(REPO / "benchmarks"))
     import ingest_throughput as bench
 
-    from docquery.adapters.local_embedder import LocalEmbedder
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
+    from docquery.embedders.local import LocalEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="malloc-ab-"))
     root = tmp / "corpus"

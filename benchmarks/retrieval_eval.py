@@ -32,9 +32,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from docquery.adapters.local_embedder import LocalEmbedder
 from docquery.chunking import ChunkSpec, tokenizer_for
-from docquery.domain import AclFilter
+from docquery.core.domain import AclFilter
+from docquery.embedders.local import LocalEmbedder
 from docquery.evaluation.beir import load_beir
 from docquery.evaluation.cache import embed_all
 from docquery.evaluation.metrics import evaluate

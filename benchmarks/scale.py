@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 from pydantic import SecretStr
 
-from docquery.collection import PUBLIC_GROUP, chunk_point_id
-from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.config.settings import Settings
+from docquery.core.collection import PUBLIC_GROUP, chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.ports import SearchMode
 from docquery.index import QdrantIndex, open_edge, open_server
-from docquery.ports import SearchMode
-from docquery.settings import Settings
 from docquery.wiring import fusion_params, index_tuning
 
 DIM = 384

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from docquery.config.settings import Settings
 from docquery.index import QdrantIndex
-from docquery.settings import Settings
 from docquery.wiring import build_embedder, build_index
 from ingest.pipeline import IngestOptions, run_ingest
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.collection import PUBLIC_GROUP, chunk_point_id
-from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.collection import PUBLIC_GROUP, chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.ports import SearchMode
 from docquery.index import FusionParams, QdrantIndex, open_edge
-from docquery.ports import SearchMode
 
 DIM = 384
 

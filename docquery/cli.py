@@ -22,11 +22,13 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 
 from rich.console import Console
 
-from docquery.domain import Answer, Principal
-from docquery.errors import ConfigError, DocQueryError, VectorIndexError
+from docquery.config.report import register as register_config
+from docquery.config.settings import Settings, SettingsError, load_settings
+from docquery.core.domain import Answer, Principal
+from docquery.core.errors import ConfigError, DocQueryError, VectorIndexError
 from docquery.evaluation.cli import register as register_eval
-from docquery.logs import configure_logging, resolve_format
-from docquery.preflight import (
+from docquery.runtime.logs import configure_logging, resolve_format
+from docquery.runtime.preflight import (
     EXIT_BUSY,
     BusyError,
     bind_socket,
@@ -36,8 +38,6 @@ from docquery.preflight import (
     port_busy,
 )
 from docquery.secrets import refuse_env_secrets
-from docquery.settings import Settings, SettingsError, load_settings
-from docquery.settings_report import register as register_config
 from docquery.wiring import Components, build_components
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -150,7 +150,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                 raise port_busy(
                     args.host, settings.metrics_port, what="metrics", setting="DOCQUERY_METRICS_PORT"
                 ) from None
-        # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/logs.py), so
+        # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/runtime/logs.py), so
         # its lines have the same format as ours instead of uvicorn's own.
         options = server_options(settings.log_level, settings.api) | {"log_config": None}
         uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])

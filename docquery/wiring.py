@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from docquery.errors import ConfigError
+from docquery.config.settings import Settings
+from docquery.core.errors import ConfigError
+from docquery.core.ports import Embedder, Generator, IndexAdapter
 from docquery.index.fusion import FusionParams
 from docquery.index.tuning import IndexTuning
-from docquery.ports import Embedder, Generator, IndexAdapter
 from docquery.rag.conversation import ConversationConfig
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
@@ -25,18 +26,17 @@ from docquery.secrets import (
     build_secret_source,
     secret_getter,
 )
-from docquery.settings import Settings
 
 
 # -- registries ----------------------------------------------------------------
 def _local_embedder(s: Settings, keys: KeyProvider) -> Embedder:
-    from docquery.adapters.local_embedder import LocalEmbedder
+    from docquery.embedders.local import LocalEmbedder
 
     return LocalEmbedder(batch_size=s.embedder.batch_size, precision=s.embedder.precision, workers=s.embedder.workers)
 
 
 def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:
-    from docquery.adapters.openai_embedder import OpenAIEmbedder
+    from docquery.embedders.remote import OpenAIEmbedder
 
     e = s.embedder
     if not e.base_url:
@@ -97,13 +97,13 @@ INDEXES: dict[str, Callable[[Settings, Embedder, str, KeyProvider], IndexAdapter
 
 
 def _extractive(s: Settings, keys: KeyProvider) -> Generator:
-    from docquery.adapters.extractive import ExtractiveGenerator
+    from docquery.generators.extractive import ExtractiveGenerator
 
     return ExtractiveGenerator()
 
 
 def _openai_chat(s: Settings, keys: KeyProvider) -> Generator:
-    from docquery.adapters.openai_chat import OpenAIChatGenerator
+    from docquery.generators.openai_chat import OpenAIChatGenerator
 
     if not s.llm.base_url:
         raise ConfigError("DOCQUERY_LLM__BASE_URL is required for the chat generator")
@@ -189,12 +189,12 @@ def _no_key() -> None:
 
 
 def build_embedder(settings: Settings, secrets: SecretSource | None = None, *, lazy: bool = False) -> Embedder:
-    """``lazy``: the local model loads on first use (docquery/lazy_embedder.py), so the index opens first."""
+    """``lazy``: the local model loads on first use (docquery/embedders/lazy.py), so the index opens first."""
     source = secrets or build_secret_source(settings)
     make = EMBEDDERS[settings.embedder.kind]
     keys = secret_getter(source, EMBEDDER_API_KEY)
     if lazy and settings.embedder.kind == "local":
-        from docquery.lazy_embedder import LazyEmbedder, local_model_spec
+        from docquery.embedders.lazy import LazyEmbedder, local_model_spec
 
         model_id, dimension = local_model_spec()
         return LazyEmbedder(model_id, dimension, lambda: make(settings, keys))
@@ -215,7 +215,7 @@ def build_index(
     keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY) if kind == "server" else _no_key
     index = INDEXES[kind](settings, embedder, collection or settings.qdrant.collection, keys)
     if settings.encryption.enabled:
-        from docquery.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
+        from docquery.secrets.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
 
         try:
             cipher = build_envelope_cipher(

@@ -24,16 +24,16 @@ from typing import Any
 
 from rich.console import Console
 
-from docquery.collection import PUBLIC_GROUP
-from docquery.malloc import tune_for_bulk_embedding
-from docquery.preflight import EXIT_BUSY, BusyError
-from docquery.settings import Settings
-from ingest.acl import parse_groups
-from ingest.discover import Filters, parse_shard
+from docquery.config.settings import Settings
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.runtime.malloc import tune_for_bulk_embedding
+from docquery.runtime.preflight import EXIT_BUSY, BusyError
+from ingest.discover.acl import parse_groups
+from ingest.discover.walk import Filters, parse_shard
 from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
-from ingest.progress import make_progress
-from ingest.terminal import safe
+from ingest.report.progress import make_progress
+from ingest.report.terminal import safe
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
         sys.stderr.write(f"docquery ingest: {exc}\n")
         return EXIT_BUSY
     except KeyboardInterrupt:
-        # Records are written per document after its chunks (ingest/stream.py), so a partly
+        # Records are written per document after its chunks (ingest/write/stream.py), so a partly
         # indexed document stays "pending" and the re-run redoes it.
         sys.stderr.write(INTERRUPTED + "\n")
         return EXIT_INTERRUPTED
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.embedder.tune_malloc:
-        tune_for_bulk_embedding()  # before any component starts a thread (docquery/malloc.py)
+        tune_for_bulk_embedding()  # before any component starts a thread (docquery/runtime/malloc.py)
     with _ctrl_c_says_what_happens():
         return run(args, settings)
 

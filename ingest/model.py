@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docquery import chunking
-from docquery.domain import Chunk, DocumentRecord
+from docquery.core.domain import Chunk, DocumentRecord
 
 # The loaders build sections; the chunker that ingest and the evaluation share defines them.
 Section = chunking.Section

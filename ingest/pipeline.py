@@ -16,22 +16,22 @@ from functools import partial
 from pathlib import Path
 
 from docquery.chunking import ChunkSpec, tokenizer_for
-from docquery.domain import DocumentRecord
-from docquery.errors import DocQueryError
-from docquery.ports import Embedder, IndexAdapter
-from docquery.preflight import check_index_free, edge_collection
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.domain import DocumentRecord
+from docquery.core.errors import DocQueryError
+from docquery.core.ports import Embedder, IndexAdapter
+from docquery.runtime.preflight import check_index_free, edge_collection
 from docquery.wiring import build_embedder, build_index
-from ingest.acl import AclResolver
-from ingest.discover import Discovery, Filters, Shard, discover
-from ingest.loaders import Limits
+from ingest.discover.acl import AclResolver
+from ingest.discover.walk import Discovery, Filters, Shard, discover
 from ingest.model import PlannedDoc, UsageError
-from ingest.plan import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path, stale_acls
-from ingest.prepare import PrepareConfig, prepare
-from ingest.progress import NullProgress, Progress
-from ingest.report import Report
-from ingest.stream import StreamConfig, index_documents
-from ingest.terminal import safe
+from ingest.plan.compare import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path, stale_acls
+from ingest.prepare.document import PrepareConfig, prepare
+from ingest.prepare.loaders import Limits
+from ingest.report.progress import NullProgress, Progress
+from ingest.report.summary import Report
+from ingest.report.terminal import safe
+from ingest.write.stream import StreamConfig, index_documents
 
 log = logging.getLogger("ingest")
 PIPELINE_VERSION = "1"
@@ -75,7 +75,7 @@ def _warn_empty_paths(opts: IngestOptions, discovery: Discovery) -> None:
         if not any(p == where or where in p.parents for p in found):
             scope = " in this shard" if opts.shard.count > 1 else ""
             globs = " after --include/--exclude" if opts.filters.include or opts.filters.exclude else ""
-            # A path is untrusted text: escaped as in the report (ingest.terminal.safe at merge).
+            # A path is untrusted text: escaped as in the report (ingest.report.terminal.safe at merge).
             log.warning("%s holds no file to index%s%s", safe(str(given)), globs, scope)
 
 

@@ -12,7 +12,7 @@ from hypothesis import settings as hypothesis_settings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from tests.support.fakes import HashEmbedder
 
 # Property tests draw the same examples on every run, so the suite is deterministic; set
@@ -66,6 +66,6 @@ def hash_embedder() -> HashEmbedder:
 @pytest.fixture(scope="session")
 def local_embedder() -> Iterator[object]:
     """The real bundled all-MiniLM-L6-v2 (about 5 s to load, once per session)."""
-    from docquery.adapters.local_embedder import LocalEmbedder
+    from docquery.embedders.local import LocalEmbedder
 
     yield LocalEmbedder()

@@ -22,15 +22,15 @@ from fastapi import FastAPI
 
 from docquery.api import routes
 from docquery.api.audit import AuditLog
-from docquery.api.auth import Authenticator
+from docquery.api.auth.authenticator import Authenticator
 from docquery.api.errors import install_error_handlers
 from docquery.api.fairshare import LlmShare
 from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLimiter
 from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
-from docquery.errors import ConfigError
+from docquery.config.settings import Settings
+from docquery.core.errors import ConfigError
 from docquery.secrets import SecretSource, build_secret_source
-from docquery.settings import Settings
 from docquery.wiring import Components, build_components
 
 ComponentsFactory = Callable[[Settings], Components]

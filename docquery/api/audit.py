@@ -82,7 +82,7 @@ class AuditLog:
             self._prev = rec["hash"]
             self._seq += 1
             # Logged inside the lock so the line order matches the chain order. ``extra``: the JSON
-            # log format writes the record as an object (docquery/logs.py), not as an escaped string.
+            # log format writes the record as an object (docquery/runtime/logs.py), not as an escaped string.
             self._log.info(json.dumps(rec, separators=(",", ":"), ensure_ascii=True), extra={"audit": rec})
         return rec
 
@@ -115,7 +115,7 @@ def verify_audit_log(lines: Iterable[str]) -> AuditVerification:
             result.errors.append(f"line {n}: not JSON")
             continue
         if isinstance(rec, dict) and isinstance(rec.get("audit"), dict):
-            rec = rec["audit"]  # a JSON log line (docquery/logs.py): the record is its "audit" object
+            rec = rec["audit"]  # a JSON log line (docquery/runtime/logs.py): the record is its "audit" object
         if not isinstance(rec, dict) or not {"chain", "seq", "prev", "hash"} <= rec.keys():
             result.errors.append(f"line {n}: not an audit record")
             continue

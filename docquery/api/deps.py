@@ -18,15 +18,15 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from docquery.api.auth import ROLE_ADMIN, ROLE_QUERY, Authenticator
+from docquery.api.auth.authenticator import ROLE_ADMIN, ROLE_QUERY, Authenticator
 from docquery.api.context import RequestContext
 from docquery.api.errors import ApiError
 from docquery.api.fairshare import LlmShare
 from docquery.api.limits import AuthFailureLimiter, RateLimiter, rate_limited
 from docquery.api.sse import prime
-from docquery.domain import Principal
+from docquery.config.settings import Settings
+from docquery.core.domain import Principal
 from docquery.rag.pipeline import StreamEvent
-from docquery.settings import Settings
 from docquery.wiring import Components
 
 

@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from docquery.errors import (
+from docquery.core.errors import (
     DocQueryError,
     EmbedderError,
     GeneratorError,

@@ -18,8 +18,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docquery.api.errors import ApiError, envelope, request_id_of
 from docquery.api.schemas import HistoryTurn
+from docquery.config.settings import Settings
 from docquery.rag.conversation import Turn
-from docquery.settings import Settings
 
 Clock = Callable[[], float]
 

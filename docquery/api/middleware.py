@@ -19,7 +19,7 @@ from docquery.api.audit import AuditLog
 from docquery.api.context import RequestContext, new_request_id
 from docquery.api.errors import envelope
 from docquery.api.metrics import Metrics
-from docquery.logs import REQUEST_ID
+from docquery.runtime.logs import REQUEST_ID
 
 log = logging.getLogger("docquery.api.access")
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from docquery.domain import Citation
+from docquery.core.domain import Citation
 
 # Hard ceilings for the schema; the configured bounds (settings) are checked
 # in the routes and are at most these.

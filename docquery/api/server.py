@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from docquery.api.protocol import ConnectionLimits, guarded_protocol
-from docquery.settings import ApiSettings
+from docquery.config.settings import ApiSettings
 
 
 def server_options(log_level: str, api: ApiSettings | None = None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from docquery.errors import DocQueryError
+from docquery.core.errors import DocQueryError
 
 Qrels = dict[str, dict[str, int]]
 

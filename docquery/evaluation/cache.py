@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from docquery.core.ports import Embedder
 from docquery.evaluation.progress import Progress
-from docquery.ports import Embedder
 
 Matrix = npt.NDArray[np.float32]
 

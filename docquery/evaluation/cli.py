@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docquery.errors import ConfigError
+from docquery.config.settings import Settings
+from docquery.core.errors import ConfigError
 from docquery.evaluation.metrics import METRIC_KEYS
 from docquery.evaluation.progress import Progress, RichProgress, default_progress
-from docquery.settings import Settings
 
 if TYPE_CHECKING:
     from docquery.evaluation.runner import EvalResult
@@ -43,11 +43,11 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
     from docquery.chunking import ChunkSpec
     from docquery.evaluation.runner import EvalConfig, run_eval
-    from docquery.malloc import tune_for_bulk_embedding
+    from docquery.runtime.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params
 
     if settings.embedder.tune_malloc:
-        tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/malloc.py)
+        tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
     embedder = build_embedder(settings)
     try:
         spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)

@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from docquery.chunking import ChunkSpec, Section, Tokenizer, chunk_sections, embedding_text, tokenizer_for
-from docquery.collection import chunk_point_id
-from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.collection import chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.ports import Embedder, SearchMode
 from docquery.evaluation.beir import BeirDataset, load_beir
 from docquery.evaluation.cache import Matrix, embed_all
 from docquery.evaluation.metrics import Run, evaluate
 from docquery.evaluation.progress import NullProgress, Progress
 from docquery.index import FusionParams, QdrantIndex, open_edge
-from docquery.ports import Embedder, SearchMode
 
 log = logging.getLogger(__name__)
 

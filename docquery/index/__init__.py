@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
+from docquery.core.ports import KeyProvider, TextCipher
 from docquery.index.fusion import FusionParams
 from docquery.index.store import QdrantIndex
 from docquery.index.tuning import IndexTuning
-from docquery.ports import KeyProvider, TextCipher
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient

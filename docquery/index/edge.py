@@ -46,8 +46,8 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.errors import VectorIndexError
+from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
+from docquery.core.errors import VectorIndexError
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
 

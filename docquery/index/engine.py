@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
+from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from docquery.collection import CHUNK_KINDS, Key, Kind
-from docquery.domain import AclFilter
+from docquery.core.collection import CHUNK_KINDS, Key, Kind
+from docquery.core.domain import AclFilter
 from docquery.index.engine import Match, Where
 
 

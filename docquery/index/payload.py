@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from docquery.collection import SCHEMA_VERSION, Key, Kind
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk
-from docquery.ports import TextCipher
+from docquery.core.collection import SCHEMA_VERSION, Key, Kind
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.core.ports import TextCipher
 
 
 def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, Any]:

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 
 from qdrant_edge import Bm25, SparseVector
 
-from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.domain import AclFilter, Hit
-from docquery.errors import VectorIndexError
+from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
+from docquery.core.domain import AclFilter, Hit
+from docquery.core.errors import VectorIndexError
+from docquery.core.ports import SearchMode, TextCipher
 from docquery.index.engine import Engine, Found, Nearest, RankFusion, Search, Sparse, Where
 from docquery.index.filters import acl_chunks
 from docquery.index.fusion import FusionParams, cosine_scores, fuse_convex
 from docquery.index.payload import chunk_from_payload, sort_hits_key
-from docquery.ports import SearchMode, TextCipher
 
 
 def sparse_of(bm25_vector: SparseVector) -> Sparse:

@@ -18,11 +18,11 @@ from typing import Any, cast
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.errors import VectorIndexError
+from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
+from docquery.core.errors import VectorIndexError
+from docquery.core.ports import KeyProvider
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
-from docquery.ports import KeyProvider
 
 LOCAL_MEMORY = ":memory:"
 

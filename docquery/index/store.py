@@ -15,14 +15,14 @@ from typing import Any
 
 from qdrant_edge import Bm25
 
-from docquery.collection import META_POINT_ID, Key, Kind, check_collection_meta, document_point_id
-from docquery.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
+from docquery.core.collection import META_POINT_ID, Key, Kind, check_collection_meta, document_point_id
+from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
+from docquery.core.ports import SearchMode, TextCipher
 from docquery.index import filters
 from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
 from docquery.index.fusion import FusionParams
 from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
 from docquery.index.search import HybridSearch, sparse_of
-from docquery.ports import SearchMode, TextCipher
 
 _META_ID = str(META_POINT_ID)
 _SCROLL_PAGE = 512

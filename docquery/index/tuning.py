@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from docquery.collection import INDEXED_KEYWORDS, Key
+from docquery.core.collection import INDEXED_KEYWORDS, Key
 
 QuantizationKind = Literal["int8", "none"]
 

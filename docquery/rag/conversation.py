@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from docquery.domain import Prompt
+from docquery.core.domain import Prompt
 
 Role = Literal["user", "assistant"]
 

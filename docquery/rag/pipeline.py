@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from docquery.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt
-from docquery.ports import Embedder, Generator, SearchMode, VectorIndex
+from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt
+from docquery.core.ports import Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.conversation import (
     ConversationConfig,
     Turn,

@@ -15,7 +15,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 
-from docquery.domain import Citation, Hit, Prompt
+from docquery.core.domain import Citation, Hit, Prompt
 
 SYSTEM = (
     "You answer questions using only the numbered sources provided as data. "

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
-from docquery.errors import DocQueryError
+from docquery.core.errors import DocQueryError
 
 Clock = Callable[[], float]
 # What every client that authenticates takes: read on every use, so rotation needs no restart.

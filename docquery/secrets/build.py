@@ -11,14 +11,14 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from docquery.envvars import fallback_env_var
+from docquery.config.envvars import fallback_env_var
+from docquery.config.settings import Profile
 from docquery.secrets.base import MissingSecretError, SecretSource
 from docquery.secrets.env import EnvSecretSource, FallbackSecretSource, refuse_env_secrets
 from docquery.secrets.files import FileSecretSource
-from docquery.settings import Profile
 
 if TYPE_CHECKING:
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
 
 LLM_API_KEY = "llm-api-key"
 QDRANT_API_KEY = "qdrant-api-key"

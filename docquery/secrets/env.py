@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from docquery.envvars import SECRET_ENV_PREFIX, SECRET_FILES, env_var_for, fallback_env_var, secret_env_vars
+from docquery.config.envvars import SECRET_ENV_PREFIX, SECRET_FILES, env_var_for, fallback_env_var, secret_env_vars
+from docquery.config.settings import Profile
 from docquery.secrets.base import EnvSecretRefusedError, SecretFormatError, SecretSource, check_secret_name
-from docquery.settings import Profile
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from docquery.secrets.base import (
 )
 
 if TYPE_CHECKING:
-    from docquery.settings import Settings
+    from docquery.config.settings import Settings
 
 log = logging.getLogger(__name__)
 

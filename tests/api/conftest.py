@@ -23,12 +23,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from docquery.adapters.openai_chat import OpenAIChatGenerator
 from docquery.api.app import create_app
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.config.settings import Settings
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.core.ports import Generator
+from docquery.generators.openai_chat import OpenAIChatGenerator
 from docquery.index import QdrantIndex, open_edge
-from docquery.ports import Generator
-from docquery.settings import Settings
 from docquery.wiring import Components, build_components
 from tests.support.fakes import HashEmbedder
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docquery.collection import PUBLIC_GROUP
+from docquery.core.collection import PUBLIC_GROUP
 from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
 from tests.support.fakes import AsyncHashEmbedder, HashEmbedder
 

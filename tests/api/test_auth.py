@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from docquery.api.app import create_app
 from docquery.cli import main as cli_main
-from docquery.errors import ConfigError
+from docquery.config.settings import Settings
+from docquery.core.errors import ConfigError
 from docquery.secrets import FileSecretSource
-from docquery.settings import Settings
 from tests.api.conftest import AUDIENCE, ISSUER, KEYS, Harness, JwtIssuer, bearer, write_api_keys
 from tests.support.clock import ManualClock
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from docquery.ports import Generator
+from docquery.core.ports import Generator
 from docquery.rag.prompting import REFUSAL
 from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
 from tests.support.standins.openai_server import StandInOpenAIServer

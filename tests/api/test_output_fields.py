@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from docquery.api.audit import AUDIT_LOGGER
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
 from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
 from tests.api.markdown_oracle import violations
 from tests.support.standins.openai_server import StandInOpenAIServer

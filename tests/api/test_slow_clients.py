@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 from docquery.api.server import server_options
-from docquery.settings import ApiSettings
+from docquery.config.settings import ApiSettings
 from tests.api.conftest import Harness
 
 LIMITS = ApiSettings(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from docquery.domain import AclFilter
+from docquery.core.domain import AclFilter
 from docquery.rag.prompting import citations_for
 from docquery.rag.sanitize import Sanitizer
-from ingest.loaders import Limits, load
-from ingest.plan import EXTRA_PIPELINE
+from ingest.plan.compare import EXTRA_PIPELINE
+from ingest.prepare.loaders import Limits, load
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 
 __all__ = ["ingest_env"]

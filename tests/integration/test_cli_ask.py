@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from docquery.wiring import build_index
 from tests.support.ingest_fixtures import ModelStandIn
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from docquery.preflight import EXIT_BUSY, lock_holder
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.runtime.preflight import EXIT_BUSY, lock_holder
 from docquery.wiring import build_index
-from ingest.acl import ACL_FILE
+from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.fakes import HashEmbedder
 from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from docquery.cli import main
-from docquery.collection import ModelMismatchError
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.collection import ModelMismatchError
 from docquery.wiring import build_index
 from tests.support.fakes import HashEmbedder
 

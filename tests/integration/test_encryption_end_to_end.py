@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from docquery.collection import chunk_point_id
-from docquery.crypto import DecryptionError, EnvelopeCipher
-from docquery.domain import AclFilter, Chunk, IndexedChunk
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.collection import chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.secrets.crypto import DecryptionError, EnvelopeCipher
 from docquery.wiring import build_index
 from tests.support.fakes import HashEmbedder
 

@@ -21,12 +21,12 @@ import pytest
 from pydantic import SecretStr
 from qdrant_client import QdrantClient
 
-from docquery.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionError, chunk_point_id
-from docquery.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
-from docquery.errors import VectorIndexError
+from docquery.core.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionError, chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
+from docquery.core.errors import VectorIndexError
+from docquery.core.ports import IndexAdapter, SearchMode
 from docquery.index import FusionParams, open_edge, open_server
 from docquery.index.engine import Where
-from docquery.ports import IndexAdapter, SearchMode
 from tests.support.fakes import HashEmbedder
 
 BACKENDS = ("edge", "server")

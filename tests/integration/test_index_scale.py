@@ -19,11 +19,11 @@ import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_edge import PayloadSchemaType
 
-from docquery.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
-from docquery.domain import AclFilter, Chunk, IndexedChunk
+from docquery.config.settings import Settings
+from docquery.core.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
+from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.index import IndexTuning, QdrantIndex, edge, open_edge, open_server, server
 from docquery.index.engine import Match, Nearest, RankFusion, Search, Sparse, Where
-from docquery.settings import Settings
 from docquery.wiring import index_tuning
 
 DIM = 64

@@ -15,9 +15,9 @@ import pytest
 from pydantic import SecretStr
 from qdrant_client import QdrantClient
 
-from docquery.collection import ModelMismatchError
-from docquery.domain import AclFilter
-from docquery.errors import VectorIndexError
+from docquery.core.collection import ModelMismatchError
+from docquery.core.domain import AclFilter
+from docquery.core.errors import VectorIndexError
 from docquery.index import QdrantIndex, open_server
 from docquery.index.server import ServerEngine
 from tests.support.standins.qdrant_rest import StandInQdrant

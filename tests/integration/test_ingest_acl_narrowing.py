@@ -16,14 +16,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docquery.collection import PUBLIC_GROUP
-from docquery.domain import AclFilter, Chunk
-from docquery.ports import IndexAdapter
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.domain import AclFilter, Chunk
+from docquery.core.ports import IndexAdapter
 from docquery.wiring import build_index
-from ingest.acl import ACL_FILE
+from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
-from ingest.plan import APPLIED, WITHDRAWN
+from ingest.plan.compare import APPLIED, WITHDRAWN
 from tests.support.fakes import HashEmbedder
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 

@@ -11,10 +11,10 @@ import pytest
 from rich.console import Console
 
 from docquery.cli import build_parser
-from docquery.settings import Settings
-from ingest.acl import ACL_FILE
+from docquery.config.settings import Settings
 from ingest.cli import run as cli_run
-from ingest.report import Report
+from ingest.discover.acl import ACL_FILE
+from ingest.report.summary import Report
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, write
 
 __all__ = ["ingest_env"]

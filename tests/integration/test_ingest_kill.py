@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from docquery.ports import Embedder
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.ports import Embedder
 from docquery.wiring import build_index
-from ingest.acl import ACL_FILE
+from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import ModelStandIn, index_state, scifact_docs, write
 

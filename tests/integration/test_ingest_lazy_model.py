@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from docquery import wiring
-from docquery.lazy_embedder import LazyEmbedder, local_model_spec
-from docquery.ports import Embedder
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.ports import Embedder
+from docquery.embedders.lazy import LazyEmbedder, local_model_spec
 from docquery.wiring import build_index
-from ingest.acl import ACL_FILE
+from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from docquery.config.settings import Settings
 from docquery.index import QdrantIndex
-from docquery.settings import Settings
 from docquery.wiring import build_index
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import CountingEmbedder, write

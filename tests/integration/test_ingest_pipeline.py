@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from docquery.cli import build_parser
-from docquery.collection import PUBLIC_GROUP
-from docquery.domain import AclFilter
-from docquery.settings import Settings
-from ingest.acl import ACL_FILE
+from docquery.config.settings import Settings
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.domain import AclFilter
 from ingest.cli import run as cli_run
+from ingest.discover.acl import ACL_FILE
 from tests.support.ingest_fixtures import (
     IngestEnv,
     ingest_env,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from docquery.wiring import build_index
-from ingest.discover import Shard
+from ingest.discover.walk import Shard
 from tests.support.ingest_fixtures import CountingEmbedder, IngestEnv, index_state, ingest_env, write
 
 __all__ = ["ingest_env"]

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from docquery.adapters import local_embedder as le
-from docquery.adapters.local_embedder import LocalEmbedder, resolve_precision
+from docquery.embedders import local as le
+from docquery.embedders.local import LocalEmbedder, resolve_precision
 
 DOCS = [
     "Vitamin D deficiency is associated with an increased risk of respiratory infections.",

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from docquery.adapters.local_embedder import LocalEmbedder, resolve_workers, usable_cpus
-from docquery.errors import EmbedderError
+from docquery.core.errors import EmbedderError
+from docquery.embedders.local import LocalEmbedder, resolve_workers, usable_cpus
 
 CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
 

@@ -1,4 +1,4 @@
-"""The parse process (``ingest.parsing.in_process``), run for real.
+"""The parse process (``ingest.prepare.parsing.in_process``), run for real.
 
 It must give exactly what parsing in the caller's thread gives, in the same
 order; a file that crashes or hangs its parser fails alone, and the rest is
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from ingest.acl import AclResolver
-from ingest.discover import Filters, Shard, discover
+from ingest.discover.acl import AclResolver
+from ingest.discover.walk import Filters, Shard, discover
 from ingest.model import PlannedDoc
-from ingest.parse_child import outcome
-from ingest.parsing import ParseMode, ParseProcessError, in_process, isolated, routed
-from ingest.plan import build_plan
-from ingest.progress import NullProgress
-from ingest.report import Report
-from ingest.stream import StreamConfig, index_documents
+from ingest.plan.compare import build_plan
+from ingest.prepare.parse_child import outcome
+from ingest.prepare.parsing import ParseMode, ParseProcessError, in_process, isolated, routed
+from ingest.report.progress import NullProgress
+from ingest.report.summary import Report
+from ingest.write.stream import StreamConfig, index_documents
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_docx, make_encrypted_pdf, make_pdf, write
 from tests.support.parse_scripts import CANARY, Scripted, real_config
 
@@ -50,7 +50,7 @@ def planned_docs(root: Path) -> list[PlannedDoc]:
     return sorted(plan.add, key=lambda p: p.source.rel)
 
 
-def children(pid: int, marker: bytes = b"ingest.parse_child") -> list[int]:
+def children(pid: int, marker: bytes = b"ingest.prepare.parse_child") -> list[int]:
     """Live (not zombie) processes whose parent is ``pid`` and whose command line holds ``marker``
     (other fixtures of the session, such as the Vault dev server, are children too)."""
     out = []
@@ -170,7 +170,7 @@ def test_the_parse_process_dies_with_a_killed_ingest(tmp_path: Path) -> None:
         sys.path.insert(0, {str(REPO)!r})
         from tests.integration.test_parse_process import planned_docs
         from tests.support.parse_scripts import Scripted, real_config
-        from ingest.parsing import in_process
+        from ingest.prepare.parsing import in_process
         outcomes = in_process(planned_docs(Path({str(tmp_path)!r})), Scripted(real_config()),
                               timeout_s=600, stop=threading.Event())
         print("started", flush=True)

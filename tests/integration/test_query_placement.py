@@ -36,10 +36,10 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from docquery.adapters.openai_embedder import OpenAIEmbedder
-from docquery.domain import Principal
+from docquery.core.domain import Principal
+from docquery.core.ports import IndexAdapter
+from docquery.embedders.remote import OpenAIEmbedder
 from docquery.index import QdrantIndex, open_edge, open_server
-from docquery.ports import IndexAdapter
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig, Trace
 from docquery.rag.sanitize import Sanitizer
 from tests.integration.test_index_contract import make_chunk

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from docquery.wiring import build_index
-from ingest.acl import ACL_FILE
+from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write
 

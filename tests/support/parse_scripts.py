@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass
 
 from docquery.chunking import ChunkSpec, RegexTokenizer
-from ingest.loaders import Limits
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
-from ingest.prepare import PrepareConfig, prepare
+from ingest.prepare.document import PrepareConfig, prepare
+from ingest.prepare.loaders import Limits
 
 CANARY = "CANARY-7f3a parse error text"
 

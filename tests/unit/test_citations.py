@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docquery.domain import AclFilter, Chunk, Hit, Principal, Prompt
-from docquery.ports import SearchMode
+from docquery.core.domain import AclFilter, Chunk, Hit, Principal, Prompt
+from docquery.core.ports import SearchMode
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
 from docquery.rag.sanitize import Sanitizer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docquery.cli import build_parser, docquery_version, main
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.fakes import HashEmbedder
 
@@ -64,6 +64,6 @@ def test_a_path_with_nothing_to_index_is_a_warning(tmp_path: Path, caplog: pytes
 
 
 def _only(glob: str) -> object:
-    from ingest.discover import Filters
+    from ingest.discover.walk import Filters
 
     return Filters(include=(glob,))

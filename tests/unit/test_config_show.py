@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docquery.cli import main
-from docquery.settings import setting_fields
+from docquery.config.settings import setting_fields
 
 CANARY = "sk-canary-5d1e-never-printed"
 

@@ -12,7 +12,9 @@ import re
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from docquery.crypto import (
+from docquery.config.settings import Settings
+from docquery.secrets import SecretsError
+from docquery.secrets.crypto import (
     CryptoError,
     DecryptionError,
     EnvelopeCipher,
@@ -23,8 +25,6 @@ from docquery.crypto import (
     meta_fields_for,
     parse_key_map,
 )
-from docquery.secrets import SecretsError
-from docquery.settings import Settings
 
 TOKEN_RE = re.compile(r"^dqenc:v1:v\d+-[0-9a-f]{12}:[A-Za-z0-9_-]+$")
 

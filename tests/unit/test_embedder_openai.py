@@ -14,9 +14,9 @@ from collections.abc import Iterator, Sequence
 import pytest
 from pydantic import SecretStr
 
-from docquery.adapters.openai_embedder import OpenAIEmbedder
-from docquery.errors import EmbedderError
-from docquery.ports import Embedder
+from docquery.core.errors import EmbedderError
+from docquery.core.ports import Embedder
+from docquery.embedders.remote import OpenAIEmbedder
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
 
 CANARY = "CANARY-5b1d04-embedding-text"

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from docquery.adapters.openai_chat import OpenAIChatGenerator
-from docquery.domain import Prompt
-from docquery.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
+from docquery.core.domain import Prompt
+from docquery.core.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
+from docquery.generators.openai_chat import OpenAIChatGenerator
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CANARY = "CANARY-7f3e9c-upstream-echo"

@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CORE = {"docquery.domain", "docquery.ports", "docquery.collection", "docquery.errors"}
+CORE = {"docquery.core"}
 
 
 def _contracts() -> dict[str, dict[str, list[str]]]:

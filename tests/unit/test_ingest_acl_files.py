@@ -14,9 +14,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docquery.collection import PUBLIC_GROUP
-from ingest.acl import ACL_FILE, GROUP_PATTERN, AclResolver, is_near_miss, read_acl_file
-from ingest.discover import Filters, Shard, discover
+from docquery.core.collection import PUBLIC_GROUP
+from ingest.discover.acl import ACL_FILE, GROUP_PATTERN, AclResolver, is_near_miss, read_acl_file
+from ingest.discover.walk import Filters, Shard, discover
 from ingest.model import UsageError
 from tests.support.ingest_fixtures import write
 

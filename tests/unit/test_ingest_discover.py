@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from docquery.collection import PUBLIC_GROUP
-from ingest.acl import ACL_FILE, AclResolver
-from ingest.discover import Filters, Shard, discover, parse_shard, shard_of
+from docquery.core.collection import PUBLIC_GROUP
+from ingest.discover.acl import ACL_FILE, AclResolver
+from ingest.discover.walk import Filters, Shard, discover, parse_shard, shard_of
 from ingest.model import UsageError
 from tests.support.ingest_fixtures import write
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.acl import AclResolver
-from ingest.discover import Filters, Shard, discover, glob_match
+from ingest.discover.acl import AclResolver
+from ingest.discover.walk import Filters, Shard, discover, glob_match
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ingestion.md"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loaders import Limits, load
 from ingest.model import FileRejected
+from ingest.prepare.loaders import Limits, load
 from tests.support.ingest_fixtures import make_docx, make_encrypted_pdf, make_pdf, make_zip_bomb_docx
 
 LIMITS = Limits(max_file_bytes=10_000_000, max_expanded_bytes=1_000_000)
@@ -173,7 +173,7 @@ def test_markdown_hidden_html_is_nesting_aware_and_linear() -> None:
 
 
 def test_binary_sniff_counts_control_bytes_up_to_five_percent() -> None:
-    from ingest.loaders.textcodec import looks_binary
+    from ingest.prepare.loaders.textcodec import looks_binary
 
     assert not looks_binary(b"")
     assert not looks_binary(b"tab\tnewline\nform feed\x0ccarriage return\r" * 10)  # the allowed controls

@@ -13,8 +13,8 @@ import pytest
 
 from docquery.chunking import RegexTokenizer
 from ingest.model import PlannedDoc, PreparedDoc, SourceFile
-from ingest.prepare import prepare
-from ingest.scan import strip_invisible
+from ingest.prepare.document import prepare
+from ingest.prepare.scan import strip_invisible
 from tests.support.parse_scripts import real_config
 
 BODY = "The travel desk books trains for trips under four hours. Receipts go to finance within a week."

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loaders import LOADERS, Limits, load
 from ingest.model import FileRejected, PlannedDoc, SourceFile
-from ingest.parsing import isolated
-from ingest.scan import scan_and_strip
+from ingest.prepare.loaders import LOADERS, Limits, load
+from ingest.prepare.parsing import isolated
+from ingest.prepare.scan import scan_and_strip
 
 LIMITS = Limits(max_file_bytes=10**9, max_expanded_bytes=10**9)
 
@@ -108,7 +108,7 @@ def test_every_parsed_format_runs_under_the_time_limit() -> None:
 def test_rules_times_elements_is_cut_off_by_the_match_budget() -> None:
     """Matching every rule against every element is quadratic by nature: past a budget of
     selector matches the file is refused (reported), never checked without bound."""
-    from ingest.loaders.hidden import MAX_MATCHES
+    from ingest.prepare.loaders.hidden import MAX_MATCHES
 
     n = int(MAX_MATCHES**0.5) + 50
     html = "<style>" + "p{color:red}" * n + "</style>" + "<p>x</p>" * n

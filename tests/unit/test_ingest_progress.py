@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from docquery.settings import Settings
+from docquery.config.settings import Settings
 from ingest.cli import run
-from ingest.progress import Counts, PlainProgress, RichProgress
-from ingest.report import Report
+from ingest.report.progress import Counts, PlainProgress, RichProgress
+from ingest.report.summary import Report
 from tests.support.fakes import HashEmbedder
 
 
@@ -31,7 +31,7 @@ def test_chunk_total_is_estimated_from_the_first_parsed_file_then_exact() -> Non
 
 
 def test_plain_lines_show_the_total_eta_and_an_embed_call_in_flight(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="ingest.progress")
+    caplog.set_level(logging.INFO, logger="ingest.report.progress")
     progress = PlainProgress(interval_s=0.05)
     progress.start(4)
     progress.prepared(6)

@@ -8,8 +8,8 @@ import logging
 import pytest
 from rich.console import Console
 
-from ingest.progress import PlainProgress, RichProgress, make_progress
-from ingest.report import Report
+from ingest.report.progress import PlainProgress, RichProgress, make_progress
+from ingest.report.summary import Report
 
 CONTRACT_KEYS = {"added", "updated", "unchanged", "deleted", "failed", "chunks_written", "seconds"}
 
@@ -37,7 +37,7 @@ def test_table_escapes_markup_in_paths() -> None:
 
 
 def test_plain_progress_logs_counts(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="ingest.progress")
+    caplog.set_level(logging.INFO, logger="ingest.report.progress")
     progress = PlainProgress(interval_s=0)
     progress.start(3)
     progress.embedded(16)

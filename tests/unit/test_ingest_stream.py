@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from docquery.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
 from ingest.model import PlannedDoc, PreparedDoc, SourceFile
-from ingest.progress import NullProgress
-from ingest.report import Report
-from ingest.stream import StreamConfig, index_documents
+from ingest.report.progress import NullProgress
+from ingest.report.summary import Report
+from ingest.write.stream import StreamConfig, index_documents
 
 
 class GatedEmbedder:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from docquery.collection import PUBLIC_GROUP
-from ingest.acl import ACL_FILE, AclResolver
-from ingest.discover import Discovery, Filters, Shard, discover
+from docquery.core.collection import PUBLIC_GROUP
+from ingest.discover.acl import ACL_FILE, AclResolver
+from ingest.discover.walk import Discovery, Filters, Shard, discover
 from tests.support.ingest_fixtures import write
 
 

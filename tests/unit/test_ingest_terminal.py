@@ -1,4 +1,4 @@
-"""#17.7: ``ingest.terminal.safe`` leaves nothing a terminal would act on, and loses nothing."""
+"""#17.7: ``ingest.report.terminal.safe`` leaves nothing a terminal would act on, and loses nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.terminal import safe
+from ingest.report.terminal import safe
 
 _UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs", "Cn", "Co"}
 _ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[nrt\\])")

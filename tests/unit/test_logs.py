@@ -12,8 +12,8 @@ import pytest
 
 from docquery.api.audit import AuditLog
 from docquery.api.audit import main as audit_main
-from docquery.errors import ConfigError
-from docquery.logs import (
+from docquery.core.errors import ConfigError
+from docquery.runtime.logs import (
     REQUEST_ID,
     JsonFormatter,
     StderrHandler,

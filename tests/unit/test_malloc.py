@@ -1,4 +1,4 @@
-"""docquery.malloc: glibc settings for bulk embedding.
+"""docquery.runtime.malloc: glibc settings for bulk embedding.
 
 mallopt changes the whole process for good, so the real effect is measured in child processes;
 this process never calls it.
@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 import ingest.cli
-from docquery import malloc
-from docquery.settings import Settings
+from docquery.config.settings import Settings
+from docquery.runtime import malloc
 
 # Two threads, like the embed workers, each allocating, touching and freeing 8 MiB buffers the
 # way torch handles a pass's intermediate tensors. Prints the page faults the loop took.
 CHILD = """
 import ctypes, json, resource, sys, threading
-from docquery.malloc import tune_for_bulk_embedding
+from docquery.runtime.malloc import tune_for_bulk_embedding
 applied = tune_for_bulk_embedding() if sys.argv[1] == "tuned" else None
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)

@@ -12,11 +12,11 @@ import pytest
 
 from docquery import cli
 from docquery.chunking import ChunkSpec, RegexTokenizer, Section, chunk_sections
+from docquery.config.settings import Settings
 from docquery.evaluation.beir import BeirDataset, BeirDoc, DatasetError, load_beir, load_qrels
 from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, ranked, recall_at_k
 from docquery.evaluation.progress import LineProgress
 from docquery.evaluation.runner import EvalConfig, chunk_corpus, run_eval
-from docquery.settings import Settings
 from tests.support.fakes import HashEmbedder
 
 

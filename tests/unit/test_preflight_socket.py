@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from docquery.preflight import bind_socket
+from docquery.runtime.preflight import bind_socket
 
 
 def test_connections_accepted_on_the_bound_socket_have_tcp_nodelay() -> None:

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docquery.domain import Chunk, Hit
+from docquery.core.domain import Chunk, Hit
 from docquery.rag.prompting import build_prompt
 
 # Fragments an attacker would splice: fence characters (also fullwidth/small forms), the markers'

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from docquery.envvars import env_var_for
+from docquery.config.envvars import env_var_for
+from docquery.config.settings import Settings
 from docquery.secrets import (
     EnvSecretRefusedError,
     EnvSecretSource,
@@ -22,7 +23,6 @@ from docquery.secrets import (
     refuse_env_secrets,
     secret_getter,
 )
-from docquery.settings import Settings
 
 
 class Clock:

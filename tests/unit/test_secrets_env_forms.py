@@ -18,9 +18,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from docquery.cli import main
-from docquery.envvars import carries_secret, secret_env_vars
+from docquery.config.envvars import carries_secret, secret_env_vars
+from docquery.config.settings import Settings
 from docquery.secrets import EnvSecretRefusedError, build_secret_source, refuse_env_secrets
-from docquery.settings import Settings
 
 VALUE = "sk-canary-7f3e-never-shown"
 SECTIONS = ["llm", "qdrant", "embedder"]

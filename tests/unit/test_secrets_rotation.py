@@ -19,7 +19,7 @@ import json
 import threading
 from pathlib import Path
 
-from docquery.apikeys import ApiKeyVerifier, hash_token
+from docquery.api.auth.apikeys import ApiKeyVerifier, hash_token
 from docquery.secrets import FileSecretSource
 from tests.support.clock import ManualClock
 

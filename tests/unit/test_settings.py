@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from docquery.settings import Profile, Settings, SettingsError
+from docquery.config.settings import Profile, Settings, SettingsError
 
 
 def test_defaults_are_the_embedded_dev_profile(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from docquery.cli import main
-from docquery.settings import setting_fields
-from docquery.settings_report import reference_markdown
+from docquery.config.report import reference_markdown
+from docquery.config.settings import setting_fields
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "settings.md"
@@ -24,7 +24,7 @@ def test_every_setting_appears_with_a_description(path: str, env: str) -> None:
     rows = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{env}` |")]
     assert len(rows) == 1, f"{env} is not in docs/settings.md; {REGENERATE}"
     description = rows[0].rstrip(" |").rsplit(" | ", 1)[-1]
-    assert len(description) > 10, f"{path} has no docstring in docquery/settings.py"
+    assert len(description) > 10, f"{path} has no docstring in docquery/config/settings.py"
 
 
 def test_the_cli_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from docquery.envvars import unknown_env_vars
-from docquery.settings import Settings, SettingsError, known_env_vars
+from docquery.config.envvars import unknown_env_vars
+from docquery.config.settings import Settings, SettingsError, known_env_vars
 
 # (variable as the user typed it, the setting they meant)
 MISSPELT = [
@@ -34,7 +34,7 @@ def test_dev_warns_naming_the_variable_and_the_closest_setting(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture, typed: str, meant: str
 ) -> None:
     monkeypatch.setenv(typed, "value-never-logged")
-    with caplog.at_level(logging.WARNING, logger="docquery.settings"):
+    with caplog.at_level(logging.WARNING, logger="docquery.config.settings"):
         Settings(secrets_dir=tmp_path)
     lines = [r.getMessage() for r in caplog.records if typed in r.getMessage()]
     assert len(lines) == 1

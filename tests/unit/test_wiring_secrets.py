@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from docquery.domain import Prompt
-from docquery.errors import VectorIndexError
+from docquery.config.settings import Settings
+from docquery.core.domain import Prompt
+from docquery.core.errors import VectorIndexError
 from docquery.secrets import FileSecretSource, secret_getter
-from docquery.settings import Settings
 from docquery.wiring import build_components, build_index
 from tests.support.clock import ManualClock
 from tests.support.fakes import HashEmbedder

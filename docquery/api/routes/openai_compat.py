@@ -24,7 +24,7 @@ from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, sse_data
-from docquery.domain import Citation
+from docquery.core.domain import Citation
 from docquery.rag.conversation import Turn
 from docquery.rag.pipeline import StreamEvent
 

@@ -15,7 +15,7 @@ from docquery.api.errors import translate
 from docquery.api.limits import check_history, check_question, check_top_k
 from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
 from docquery.api.sse import STREAM_HEADERS, sse
-from docquery.domain import Answer
+from docquery.core.domain import Answer
 from docquery.rag.pipeline import StreamEvent
 
 log = logging.getLogger("docquery.api")

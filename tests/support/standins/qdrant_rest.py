@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from docquery.collection import META_POINT_ID
+from docquery.core.collection import META_POINT_ID
 from docquery.index.payload import meta_payload
 
 

@@ -1,1 +1,0 @@
-"""Adapters behind the ports: Qdrant (embedded Edge or server), embedders, generators."""

@@ -1,0 +1,1 @@
+"""Authentication: API keys and OIDC JWTs, together."""

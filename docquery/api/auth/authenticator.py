@@ -1,0 +1,180 @@
+"""Authentication: API keys (hashed, constant-time) and OIDC JWTs (JWKS file).
+
+``Authorization: Bearer <token>``:
+
+* an API key is hashed and matched against ``api-keys.json`` by
+  :class:`docquery.api.auth.apikeys.ApiKeyVerifier` (only hashes are stored, compared in
+  constant time, hot-reloaded);
+* a JWT is verified against ``jwks.json`` from the secrets dir: signature
+  (algorithms from settings only; never ``none``, never HS* with a public key),
+  issuer, audience, expiry and not-before. Groups and roles come from the
+  configured claims (dotted paths allowed, e.g. ``realm_access.roles``).
+
+Failures: 401 when the credential is missing or invalid (the caller is
+unknown), 403 when it is valid but lacks the role (the caller is known and
+refused). The JWKS is re-read when its file changes, like every secret.
+Fail closed: no auth configuration means every request is 401, and the prod
+profile refuses to start at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import jwt
+
+from docquery.api.auth.apikeys import ApiKeyVerifier
+from docquery.config.settings import AuthSettings
+from docquery.core.domain import Principal
+from docquery.secrets import SecretsError, SecretSource
+
+log = logging.getLogger("docquery.api.auth.authenticator")
+
+ROLE_QUERY = "query"
+ROLE_ADMIN = "admin"
+# Asymmetric only: an HS* algorithm would let anyone holding the public JWKS forge tokens.
+MAX_HEADER_CHARS = 16384  # JWTs with many groups are large; API keys are bounded again by the verifier
+_ALLOWED_ALGS = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+
+class JwtVerifier:
+    """Verifies OIDC JWTs against a JWKS file read through the secret source."""
+
+    def __init__(self, settings: AuthSettings, source: SecretSource) -> None:
+        self._s = settings
+        self._source = source
+        self._algs = [a for a in settings.jwt_algorithms if a in _ALLOWED_ALGS]
+        self._lock = threading.Lock()
+        self._version: int | object | None = object()
+        self._keys: dict[str, Any] = {}  # kid -> PyJWK ("" when the JWKS has one key without kid)
+
+    def configured(self) -> bool:
+        return bool(self._s.jwt_issuer and self._s.jwt_audience and self._algs and self._current_keys())
+
+    def verify(self, token: str) -> Principal | None:
+        claims = self._claims(token)
+        if claims is None:
+            return None
+        sub = claims.get("sub")
+        if not isinstance(sub, str) or not sub:
+            return None
+        return Principal(
+            id=f"jwt:{sub}",
+            groups=_string_set(_claim(claims, self._s.jwt_groups_claim)),
+            roles=_string_set(_claim(claims, self._s.jwt_roles_claim)),
+        )
+
+    def _claims(self, token: str) -> dict[str, Any] | None:
+        keys = self._current_keys() if self._s.jwt_issuer and self._s.jwt_audience else {}
+        if not keys:
+            return None
+        try:
+            header = jwt.get_unverified_header(token)
+            alg = header.get("alg")
+            kid = header.get("kid")
+            key = keys.get(str(kid)) if kid is not None else (next(iter(keys.values())) if len(keys) == 1 else None)
+            if alg not in self._algs or key is None:
+                return None
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=key,
+                algorithms=[alg],
+                audience=self._s.jwt_audience,
+                issuer=self._s.jwt_issuer,
+                leeway=self._s.jwt_leeway_s,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWTError as exc:
+            # The class name says why (expired, bad audience...); the token never reaches a log.
+            log.info("jwt rejected: %s", type(exc).__name__)
+            return None
+        return claims
+
+    def _current_keys(self) -> dict[str, Any]:
+        try:
+            version = self._source.version(self._s.jwks_file)
+        except SecretsError as exc:
+            log.error("jwks file %s unavailable (%s); refusing every JWT", self._s.jwks_file, exc)
+            return {}
+        if version == self._version:
+            return self._keys
+        with self._lock:
+            if version != self._version:
+                self._keys = self._load(version)
+                self._version = version
+            return self._keys
+
+    def _load(self, version: int | None) -> dict[str, Any]:
+        if version is None:
+            return {}
+        try:
+            data = self._source.get_json(self._s.jwks_file)
+            if not isinstance(data, dict):
+                raise TypeError("jwks must be an object")
+            jwks = jwt.PyJWKSet.from_dict(data)
+        except (SecretsError, jwt.PyJWTError, ValueError, TypeError, KeyError) as exc:
+            log.error("jwks file %s rejected (%s); refusing every JWT", self._s.jwks_file, type(exc).__name__)
+            return {}
+        keys: dict[str, Any] = {}
+        for k in jwks.keys:
+            keys[str(k.key_id) if k.key_id is not None else ""] = k
+        log.info("jwks file %s loaded: %d keys (version %s)", self._s.jwks_file, len(keys), version)
+        return keys
+
+
+def _claim(claims: dict[str, Any], path: str) -> Any:
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _string_set(value: Any) -> frozenset[str]:
+    if isinstance(value, str):
+        items: list[Any] = value.replace(",", " ").split()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return frozenset()
+    return frozenset(v.strip() for v in items if isinstance(v, str) and v.strip())
+
+
+def looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2 and token.startswith("eyJ")
+
+
+class Authenticator:
+    """Turns a bearer token into a verified :class:`Principal`, or None."""
+
+    def __init__(self, settings: AuthSettings, source: SecretSource) -> None:
+        self.api_keys = ApiKeyVerifier(source, settings.api_keys_file)
+        self.jwt = JwtVerifier(settings, source)
+
+    def configured(self) -> bool:
+        """True when at least one method can accept a credential (for the prod start check)."""
+        return self.api_keys.key_count() > 0 or self.jwt.configured()
+
+    def authenticate(self, authorization: str | None) -> Principal | None:
+        token = _bearer(authorization)
+        if token is None:
+            return None
+        if looks_like_jwt(token):
+            return self.jwt.verify(token)
+        entry = self.api_keys.verify(token)
+        if entry is None:
+            return None
+        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles)
+
+
+def _bearer(header: str | None) -> str | None:
+    if not header or len(header) > MAX_HEADER_CHARS:
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token

@@ -1,0 +1,123 @@
+"""The collection contract: what ingestion and the query service must agree on.
+
+One Qdrant collection holds three kinds of points, told apart by ``kind``:
+
+* ``chunk``: a chunk with a dense vector ``dense`` and a sparse BM25 vector ``bm25``;
+* ``document``: one record per source document (hash, chunk count, ACL, status),
+  with no vectors, so ingest can skip, replace and delete documents without a
+  second database;
+* ``meta``: one point that records the embedding model id and dimension the
+  collection was built with (and, when encryption at rest is on, the wrapped data key).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from docquery.core.errors import VectorIndexError
+
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+
+# A reserved ACL label for documents ingested with ``--public``. Group names
+# from credentials can never equal it (AclFilter strips it).
+PUBLIC_GROUP = "__public__"
+
+_ID_NAMESPACE = uuid.UUID("5b0c6c0e-8f3a-4f0e-9a59-1d3c0f6a2b71")
+META_POINT_ID = uuid.uuid5(_ID_NAMESPACE, "docquery:meta")
+
+
+class Kind(StrEnum):
+    CHUNK = "chunk"
+    # A chunk the ingest-time injection scan flagged while quarantine is on. It is
+    # stored (for audit and for a later release) but its kind keeps it out of every
+    # search: the search filter asks for kind == chunk, so no extra clause is needed.
+    QUARANTINED_CHUNK = "quarantined_chunk"
+    DOCUMENT = "document"
+    META = "meta"
+
+
+class Key(StrEnum):
+    """Payload keys. Keyword-indexed ones are listed in ``INDEXED_KEYWORDS``."""
+
+    KIND = "kind"
+    DOC_ID = "doc_id"
+    SOURCE = "source"
+    ROOT = "root"
+    TITLE = "title"
+    PAGE = "page"
+    CHUNK_INDEX = "chunk_index"
+    CONTENT_SHA256 = "content_sha256"
+    ACL_GROUPS = "acl_groups"
+    INGESTED_AT = "ingested_at"
+    TEXT = "text"
+    FLAGS = "flags"
+    SECTION = "section"  # index of the loader's section the chunk came from
+    CHAR_START = "char_start"  # the chunk's character offsets in that section
+    CHAR_END = "char_end"
+    CHUNK_COUNT = "chunk_count"
+    STATUS = "status"
+    MODEL_ID = "model_id"
+    DIMENSION = "dimension"
+    SCHEMA_VERSION = "schema_version"
+    EXTRA = "extra"
+
+
+INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.ROOT, Key.CONTENT_SHA256)
+# 2: quarantined chunks are their own kind (was: kind=chunk plus quarantined=true). The
+# quarantined flag early v2 builds still wrote is no longer written; nothing ever read it in
+# v2, so v2 collections written with or without it read the same: no version change.
+SCHEMA_VERSION = 2
+CHUNK_KINDS = (Kind.CHUNK.value, Kind.QUARANTINED_CHUNK.value)
+
+
+class SchemaVersionError(VectorIndexError):
+    """The collection was written by a build with another payload layout."""
+
+    def __init__(self, collection: str, stored: object) -> None:
+        super().__init__(
+            "open collection",
+            f"collection {collection!r} has payload schema version {stored!r}, this build needs "
+            f"{SCHEMA_VERSION}; re-ingest into a new collection",
+        )
+
+
+class ModelMismatchError(VectorIndexError):
+    """The collection was built with another embedding model (or dimension)."""
+
+    def __init__(self, collection: str, stored: str, wanted: str) -> None:
+        super().__init__(
+            "open collection",
+            f"collection {collection!r} was built with embedding model {stored!r}, "
+            f"but this process embeds with {wanted!r}; re-ingest into a new collection "
+            f"or configure the same model (mixing models returns meaningless results)",
+        )
+        self.collection = collection
+        self.stored = stored
+        self.wanted = wanted
+
+
+def chunk_point_id(doc_id: str, content_sha256: str, chunk_index: int) -> str:
+    """Deterministic id: re-ingesting the same content writes the same ids."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"chunk\x1f{doc_id}\x1f{content_sha256}\x1f{chunk_index}"))
+
+
+def document_point_id(doc_id: str) -> str:
+    return str(uuid.uuid5(_ID_NAMESPACE, f"document\x1f{doc_id}"))
+
+
+def model_fingerprint(model_id: str, dimension: int) -> str:
+    return f"{model_id}@{dimension}"
+
+
+def check_collection_meta(collection: str, meta: Mapping[str, Any], model_id: str, dimension: int) -> None:
+    """Refuse a collection written with another payload schema or another embedding model."""
+    if meta.get(Key.SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise SchemaVersionError(collection, meta.get(Key.SCHEMA_VERSION))
+    stored = model_fingerprint(str(meta.get(Key.MODEL_ID)), int(meta.get(Key.DIMENSION, 0)))
+    wanted = model_fingerprint(model_id, dimension)
+    if stored != wanted:
+        raise ModelMismatchError(collection, stored, wanted)

@@ -1,0 +1,149 @@
+"""Domain types shared by the query service, the CLI and ingestion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from docquery.core.collection import PUBLIC_GROUP
+
+
+class Principal(BaseModel):
+    """A verified caller. Built only from a verified credential, never a request body."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    groups: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+
+    def acl(self) -> AclFilter:
+        return AclFilter.for_groups(self.groups)
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    """The set of ``acl_groups`` labels a caller may read.
+
+    Fail closed: an empty filter matches nothing, and adapters must return no
+    hits for it without asking the index at all. Public documents are visible
+    to any caller who has at least one group (no groups, no results).
+    """
+
+    labels: tuple[str, ...]
+
+    @classmethod
+    def for_groups(cls, groups: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> AclFilter:
+        clean = sorted({g.strip() for g in groups if g and g.strip() and g.strip() != PUBLIC_GROUP})
+        if not clean:
+            return cls(labels=())
+        return cls(labels=(*clean, PUBLIC_GROUP))
+
+    @property
+    def allows_nothing(self) -> bool:
+        return not self.labels
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk as stored in the index (text already decrypted, when encryption is on)."""
+
+    id: str
+    doc_id: str
+    source: str
+    title: str
+    chunk_index: int
+    text: str
+    content_sha256: str
+    acl_groups: tuple[str, ...]
+    page: str | None = None
+    ingested_at: str = ""
+    flags: tuple[str, ...] = ()
+    # Where the text sits in its document: section number and character offsets in that section
+    # as loaded (None for chunks written before offsets were stored).
+    section: int | None = None
+    char_start: int | None = None
+    char_end: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """What ingestion hands to the index: a chunk plus its dense vector."""
+
+    chunk: Chunk
+    dense: list[float]
+    quarantined: bool = False
+    # What the sparse (BM25) vector is computed from when not the chunk text: the text with its
+    # document title in front, as the dense vector was embedded (docquery.chunking.embedding_text).
+    index_text: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+    dense_score: float | None = None
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """Per-document state that lets ingest skip, replace and delete documents."""
+
+    doc_id: str
+    source: str
+    root: str
+    content_sha256: str
+    chunk_count: int
+    acl_groups: tuple[str, ...]
+    title: str = ""
+    ingested_at: str = ""
+    status: Literal["complete", "pending"] = "complete"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A built prompt: the chat messages plus the numbered sources (S1 = sources[0])."""
+
+    question: str
+    sources: tuple[Hit, ...]
+    messages: tuple[dict[str, str], ...]
+
+
+class Citation(BaseModel):
+    id: str
+    doc_id: str
+    source: str
+    title: str
+    chunk_index: int
+    score: float
+    snippet: str = Field(
+        description="The opening of the passage, an exact substring of the stored chunk that starts at "
+        "char_start and ends at a word boundary; snippet_truncated says whether the passage goes on"
+    )
+    page: str | None = Field(default=None, description="Page, or heading path, of the passage")
+    section: int | None = Field(default=None, description="Number of the document section holding the passage")
+    char_start: int | None = Field(default=None, description="Character offset of the passage in its section")
+    char_end: int | None = Field(default=None, description="End (exclusive) of the passage in its section")
+    snippet_truncated: bool = False
+
+
+# Why the LLM stopped, as OpenAI-compatible servers report it. "length": cut at its token limit,
+# so the answer is truncated. Any other value from the server is not passed on (None).
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
+FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "content_filter", "tool_calls"})
+
+
+class Answer(BaseModel):
+    answer: str
+    mode: Literal["generative", "extractive"]
+    citations: list[Citation] = Field(default_factory=list)
+    model: str
+    request_id: str
+    finish_reason: FinishReason | None = None
+    uncited: bool = Field(
+        default=False,
+        description="A generative answer that cites none of the returned sources: treat it as unsupported",
+    )

@@ -1,0 +1,61 @@
+"""The project's own error types. Adapters translate library errors into these.
+
+    DocQueryError
+     ├── ConfigError            bad or missing configuration (exit 2 / refuse to start)
+     ├── VectorIndexError       a Qdrant operation failed (operation name, never payload text)
+     │    └── ModelMismatchError  (docquery.core.collection) collection built with another model
+     ├── EmbedderError          the embedder failed or returned the wrong shape
+     ├── GeneratorError         the LLM call failed (operation, HTTP status)
+     │    ├── GeneratorUnavailable  down, refused, timed out
+     │    └── GeneratorOverloaded   too many calls in flight, or upstream 429/503
+     ├── SecretsError           (docquery.secrets) a secret is missing, malformed or refused
+     │    └── VaultError          (docquery.secrets.vault) login, renewal or read failed
+     └── CryptoError            (docquery.secrets.crypto) envelope encryption
+          ├── DecryptionError     a token does not decrypt (tampered, moved, wrong key)
+          └── KeyUnavailableError Transit unreachable or denied
+
+Messages carry operations, statuses and counts. They never carry document text,
+question text, prompts, completions or secrets: ``str(exc)`` of an upstream
+response can contain any of those, so it is never embedded.
+"""
+
+from __future__ import annotations
+
+
+class DocQueryError(Exception):
+    """Base of every error DocQuery raises on purpose."""
+
+
+class ConfigError(DocQueryError):
+    pass
+
+
+class VectorIndexError(DocQueryError):
+    def __init__(self, operation: str, detail: str = "") -> None:
+        super().__init__(f"vector index operation {operation!r} failed" + (f": {detail}" if detail else ""))
+        self.operation = operation
+
+
+class EmbedderError(DocQueryError):
+    def __init__(self, operation: str, status: int | None = None) -> None:
+        suffix = f" (status {status})" if status is not None else ""
+        super().__init__(f"embedder operation {operation!r} failed{suffix}")
+        self.operation = operation
+        self.status = status
+
+
+class GeneratorError(DocQueryError):
+    def __init__(self, operation: str, status: int | None = None, *, retry_after: float | None = None) -> None:
+        suffix = f" (status {status})" if status is not None else ""
+        super().__init__(f"generator operation {operation!r} failed{suffix}")
+        self.operation = operation
+        self.status = status
+        self.retry_after = retry_after
+
+
+class GeneratorUnavailable(GeneratorError):
+    pass
+
+
+class GeneratorOverloaded(GeneratorError):
+    pass

@@ -1,0 +1,137 @@
+"""Remote embedder for an OpenAI-compatible ``/v1/embeddings`` (vLLM, TEI, ...).
+
+Two clients over the same protocol: ``embed`` (httpx, blocking) for ingest, which
+embeds from worker threads, and ``aembed`` (aiohttp) for the query path, which
+awaits the question's embedding on the event loop instead of sending a thread to
+wait on a socket (``rag.pipeline``). The API key is read through a callable on
+every call, so a rotated Vault-rendered file takes effect without a restart.
+Errors carry a status code at most, never the upstream body: it may echo the text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+import httpx
+
+from docquery.core.errors import EmbedderError
+from docquery.core.ports import KeyProvider
+from docquery.runtime.loop_session import LoopSession
+
+# A response is refused past this many bytes per input text: 256 KiB holds a vector of about
+# 10,000 dimensions as JSON. A larger body is an upstream fault, not a reason to run out of memory.
+_BYTES_PER_INPUT = 256 * 1024
+
+
+class OpenAIEmbedder:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: KeyProvider,
+        dimension: int | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._model = model
+        self._key = api_key
+        self._batch = batch_size
+        self._max_bytes = 1024 * 1024 + batch_size * _BYTES_PER_INPUT
+        # trust_env off, as in loop_session: a proxy variable must not receive document text.
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/") + "/", timeout=timeout_s, transport=transport, trust_env=False
+        )
+        self._async = LoopSession(base_url=base_url, timeout=aiohttp.ClientTimeout(total=timeout_s), limit=64)
+        self._dimension = dimension if dimension is not None else len(self._call(["dimension probe"])[0])
+
+    @property
+    def model_id(self) -> str:
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch):
+            out.extend(self._call(list(texts[i : i + self._batch])))
+        return out
+
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch):
+            out.extend(await self._acall(list(texts[i : i + self._batch])))
+        return out
+
+    def _call(self, batch: list[str]) -> list[list[float]]:
+        try:
+            with self._client.stream("POST", "embeddings", json=self._body(batch), headers=self._headers()) as resp:
+                if resp.status_code != 200:
+                    raise EmbedderError("embeddings request", resp.status_code)
+                body = _Capped(self._max_bytes)
+                for part in resp.iter_bytes():  # decoded: the cap bounds what is held
+                    body.add(part)
+        except httpx.HTTPError:
+            raise EmbedderError("embeddings request") from None
+        return _vectors(body.value(), len(batch))
+
+    async def _acall(self, batch: list[str]) -> list[list[float]]:
+        try:
+            async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
+                if resp.status != 200:
+                    raise EmbedderError("embeddings request", resp.status)
+                body = _Capped(self._max_bytes)
+                async for part in resp.content.iter_any():
+                    body.add(part)
+        except (aiohttp.ClientError, TimeoutError):
+            raise EmbedderError("embeddings request") from None
+        return _vectors(body.value(), len(batch))
+
+    def _body(self, batch: list[str]) -> dict[str, Any]:
+        return {"model": self._model, "input": batch}
+
+    def _headers(self) -> dict[str, str]:
+        key = self._key()
+        return {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
+
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        """Release the query path's connection pool of the current event loop."""
+        await self._async.aclose()
+
+
+class _Capped:
+    """Collects a response body and refuses it past ``limit`` bytes, before buffering more."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def add(self, part: bytes) -> None:
+        self._size += len(part)
+        if self._size > self._limit:
+            raise EmbedderError("embeddings response too large")
+        self._parts.append(part)
+
+    def value(self) -> bytes:
+        return b"".join(self._parts)
+
+
+def _vectors(raw: bytes, expected: int) -> list[list[float]]:
+    try:
+        data = sorted(json.loads(raw)["data"], key=lambda d: d["index"])
+        vectors = [[float(x) for x in d["embedding"]] for d in data]
+    except (ValueError, KeyError, TypeError):
+        raise EmbedderError("embeddings response") from None
+    if len(vectors) != expected:
+        raise EmbedderError("embeddings response")
+    return vectors

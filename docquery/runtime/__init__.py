@@ -1,0 +1,1 @@
+"""How a process runs: allocator tuning, socket preflight, JSON logs, the per-loop HTTP session."""

@@ -1,0 +1,1 @@
+"""Stage 1: walk the roots, read the ACL files, pick this shard's files."""

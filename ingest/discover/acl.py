@@ -1,0 +1,220 @@
+"""ACL labels per folder: a ``.docquery-acl.yaml`` file next to the documents.
+
+Schema (strict; anything else is exit 2 before anything is written)::
+
+    # .docquery-acl.yaml
+    groups: [staff, hr]      # a non-empty list of group names (GROUP_PATTERN)
+    # or
+    public: true             # readable by every authenticated caller
+
+The nearest file wins: a folder's file applies to it and to every subfolder
+until a deeper file overrides it (no merging). Files are looked up from the
+document's folder up to the ingest root, never above it. ``--groups`` /
+``--public`` on the command line is the fallback for documents no file covers.
+A document with neither is refused before anything is written (exit 2): every
+chunk must carry non-empty ``acl_groups`` or the explicit public label.
+
+An ACL file is an access-control decision written by whoever can write into a
+folder of an untrusted corpus, so it fails closed: it must be a regular file
+(not a link, folder or FIFO), at most ``MAX_ACL_BYTES``, plain YAML without
+anchors, aliases, tags, merge keys or duplicate keys (the loader refuses them
+while parsing, so an alias bomb costs one event), and a near-miss name such as
+``.docquery-acl.yml`` is an error rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from docquery.core.collection import PUBLIC_GROUP
+from ingest.model import UsageError
+
+ACL_FILE = ".docquery-acl.yaml"
+MAX_ACL_BYTES = 16 * 1024
+# One pattern for every group name, from an ACL file or --groups: a letter, digit or "/" first (so
+# never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``; at most 128.
+GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
+_GROUP = re.compile(GROUP_PATTERN)
+_MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
+_NEAR_MISS_KEY = "docqueryacl"
+_KIND_NAMES = {"NoneType": "null", "int": "a number", "float": "a number", "bool": "a boolean", "list": "a list"}
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses, while composing, what an ACL file never needs: anchors and
+    aliases (alias bombs), explicit tags, merge keys, duplicate keys and deep nesting."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.MarkedYAMLError(
+                problem="YAML anchors and aliases are not allowed", problem_mark=event.start_mark
+            )
+        if getattr(event, "tag", None) is not None and not isinstance(event, yaml.DocumentStartEvent):
+            raise yaml.MarkedYAMLError(problem="YAML tags are not allowed", problem_mark=event.start_mark)
+        self._depth += 1
+        try:
+            if self._depth > _MAX_DEPTH:
+                raise yaml.MarkedYAMLError(problem="nested too deeply", problem_mark=event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def flatten_mapping(self, node: Any) -> None:
+        for key, _ in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                raise yaml.MarkedYAMLError(problem="YAML merge keys are not allowed", problem_mark=key.start_mark)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise yaml.MarkedYAMLError(problem="keys must be plain names", problem_mark=key_node.start_mark)
+            if key in seen:
+                raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_bool(self, node: Any) -> bool:
+        # YAML 1.1 reads yes/no/on/off as booleans; an author writing `[NO]` meant a name.
+        if node.value not in ("true", "false"):
+            raise yaml.MarkedYAMLError(
+                problem=f"{node.value!r} is ambiguous (YAML reads it as a boolean); quote it or write true/false",
+                problem_mark=node.start_mark,
+            )
+        return bool(node.value == "true")
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _StrictLoader.construct_yaml_bool)
+
+
+def parse_groups(value: str) -> tuple[str, ...]:
+    return normalise_groups([g for g in value.split(",") if g.strip()], "--groups")
+
+
+def normalise_groups(groups: list[Any], origin: str) -> tuple[str, ...]:
+    if not groups:
+        raise UsageError(f"{origin}: no groups given")
+    clean: set[str] = set()
+    for i, group in enumerate(groups, start=1):
+        if not isinstance(group, str):
+            kind = _KIND_NAMES.get(type(group).__name__, "a " + type(group).__name__)
+            raise UsageError(f"{origin}: group {i} is {kind}, not a name; quote it if it is a name")
+        name = group.strip()
+        if name == PUBLIC_GROUP:
+            raise UsageError(f"{origin}: {PUBLIC_GROUP!r} is a reserved label; use public: true / --public")
+        if not _GROUP.fullmatch(name):
+            raise UsageError(f"{origin}: group {i} is not a valid group name (pattern {GROUP_PATTERN})")
+        clean.add(name)
+    return tuple(sorted(clean))
+
+
+def is_near_miss(name: str) -> bool:
+    """A file name that looks meant as an ACL file but is not exactly ``ACL_FILE``."""
+    if name == ACL_FILE or (name.isascii() and "acl" not in name.lower()):
+        return False  # the common case, without normalising every file name of a corpus
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return "".join(ch for ch in folded if ch.isalnum()).startswith(_NEAR_MISS_KEY)
+
+
+def read_acl_file(path: Path) -> tuple[str, ...]:
+    """Raises UsageError naming ``path`` and the problem."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ACL file ({exc.strerror or type(exc).__name__})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        raise UsageError(f"{path}: ACL file is {kind}; it must be a regular file")
+    if info.st_size > MAX_ACL_BYTES:
+        raise UsageError(f"{path}: ACL file is larger than {MAX_ACL_BYTES} bytes")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(MAX_ACL_BYTES + 1)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise UsageError(f"{path}: cannot read ACL file (not a readable UTF-8 file)") from None
+    if len(raw) > MAX_ACL_BYTES:
+        raise UsageError(f"{path}: ACL file is larger than {MAX_ACL_BYTES} bytes")
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  # _StrictLoader is a restricted SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        line = f" (line {exc.problem_mark.line + 1})" if exc.problem_mark is not None else ""
+        raise UsageError(f"{path}: invalid ACL file{line}: {exc.problem or 'bad YAML'}") from None
+    except (yaml.YAMLError, RecursionError):
+        raise UsageError(f"{path}: invalid ACL file (not valid YAML)") from None
+    return acl_from_document(doc, str(path))
+
+
+def acl_from_document(doc: Any, origin: str) -> tuple[str, ...]:
+    if not isinstance(doc, dict) or not doc:
+        raise UsageError(f"{origin}: expected a mapping with 'groups: [...]' or 'public: true'")
+    unknown = sorted(set(doc) - {"groups", "public"})
+    if unknown:
+        raise UsageError(f"{origin}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: groups, public")
+    public, groups = doc.get("public"), doc.get("groups")
+    if "public" in doc and not isinstance(public, bool):
+        raise UsageError(f"{origin}: 'public' must be true or false")
+    if public and "groups" in doc:
+        raise UsageError(f"{origin}: give either 'groups' or 'public: true', not both")
+    if public:
+        return (PUBLIC_GROUP,)
+    if not isinstance(groups, list) or not groups:
+        raise UsageError(f"{origin}: 'groups' must be a non-empty list of group names")
+    return normalise_groups(groups, origin)
+
+
+class AclResolver:
+    """Resolves a file's ACL from folder files (nearest wins) or the CLI fallback. Caches per folder."""
+
+    def __init__(self, fallback: tuple[str, ...] | None, fallback_origin: str) -> None:
+        self._fallback = fallback
+        self._fallback_origin = fallback_origin
+        self._cache: dict[tuple[Path, Path], tuple[tuple[str, ...], str] | None] = {}
+        self._files: dict[Path, tuple[str, ...]] = {}  # each ACL file is read and checked once
+
+    def _read(self, candidate: Path) -> tuple[str, ...]:
+        if candidate not in self._files:
+            self._files[candidate] = read_acl_file(candidate)
+        return self._files[candidate]
+
+    def _folder(self, folder: Path, root: Path) -> tuple[tuple[str, ...], str] | None:
+        if (folder, root) in self._cache:
+            return self._cache[(folder, root)]
+        candidate = folder / ACL_FILE
+        found: tuple[tuple[str, ...], str] | None
+        if os.path.lexists(candidate):  # any kind of entry under that name is checked, never ignored
+            found = (self._read(candidate), str(candidate))
+        elif folder == root or root not in folder.parents:
+            found = None
+        else:
+            found = self._folder(folder.parent, root)
+        self._cache[(folder, root)] = found
+        return found
+
+    def check_folder(self, folder: Path) -> None:
+        """Validates the ACL file of ``folder`` if it has one (raises UsageError)."""
+        candidate = folder / ACL_FILE
+        if os.path.lexists(candidate):
+            self._read(candidate)
+
+    def resolve(self, root: Path, path: Path) -> tuple[tuple[str, ...], str] | None:
+        found = self._folder(path.parent, root)
+        if found is not None:
+            return found
+        if self._fallback is not None:
+            return self._fallback, self._fallback_origin
+        return None

@@ -1,0 +1,253 @@
+"""File discovery: walk the roots, apply include/exclude globs and the shard, attach ACLs.
+
+* A directory is walked recursively in a sorted, deterministic order; symlinked
+  folders are not followed (reported as skipped), and dot-files and dot-folders
+  (``.git``, the ACL file itself) are skipped. Every ACL file in the tree is
+  validated, and a near-miss name (``.docquery-acl.yml``) is an error.
+* A file symlink is replaced by its target (threat: a link relabelling a
+  document): the document is the target file, with the target's path relative to
+  the root and the target's ACL, as if the walk had reached it directly. Links
+  that leave the root, point into a dot-path, dangle or loop are refused.
+* Globs (docs/ingestion.md, "Choosing files"): a pattern without ``/`` matches the
+  file name or any folder name on the path (``*.md``, ``drafts``); a pattern with
+  ``/`` matches the path relative to the root or one of its folders
+  (``drafts/deep``), where ``*`` also matches across folders (``drafts/*``) and
+  ``**/`` matches zero or more folders
+  (``docs/**/*.md`` takes ``docs/a.md`` too); a trailing ``/`` matches folders
+  only (``drafts/``); a leading ``./`` is ignored. Matching is case-sensitive.
+* ``--shard I/N`` keeps the files whose relative path hashes to ``I`` modulo ``N``
+  (SHA-256), so N jobs cover the corpus with no overlap and no gap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ingest.discover.acl import ACL_FILE, AclResolver, is_near_miss
+from ingest.model import SourceFile, UsageError
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int = 0
+    count: int = 1
+
+    def owns(self, rel: str) -> bool:
+        return self.count == 1 or shard_of(rel, self.count) == self.index
+
+
+def shard_of(rel: str, count: int) -> int:
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big") % count
+
+
+_ENV_REF = re.compile(r"^\$(?:\{(\w+)\}|\((\w+)\)|(\w+))$")
+
+
+def parse_shard(value: str | None, environ: dict[str, str] | None = None) -> Shard:
+    """``I/N`` with 0 <= I < N. ``I`` may be ``$JOB_COMPLETION_INDEX`` (also ``${..}``/``$(..)``),
+    read from the environment, for Kubernetes Indexed Jobs whose args were not expanded."""
+    if value is None:
+        return Shard()
+    env = os.environ if environ is None else environ
+    i_text, sep, n_text = value.partition("/")
+    m = _ENV_REF.match(i_text.strip())
+    if m:
+        name = next(g for g in m.groups() if g)
+        i_text = env.get(name, "")
+        if not i_text:
+            raise UsageError(f"--shard: environment variable {name} is not set")
+    try:
+        index, count = int(i_text), int(n_text)
+    except ValueError:
+        raise UsageError("--shard must look like I/N, e.g. 0/4") from None
+    if not sep or count < 1 or not 0 <= index < count:
+        raise UsageError("--shard I/N needs N >= 1 and 0 <= I < N")
+    return Shard(index, count)
+
+
+@dataclass(frozen=True)
+class Filters:
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def accepts(self, rel: str) -> bool:
+        if self.include and not any(glob_match(p, rel) for p in self.include):
+            return False
+        return not any(glob_match(p, rel) for p in self.exclude)
+
+
+def glob_match(pattern: str, rel: str) -> bool:
+    """``rel`` is a file's path relative to its root, with ``/``; see the module docstring."""
+    pattern = pattern.removeprefix("./")
+    parts = rel.split("/")
+    folders_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    if "/" not in pattern:
+        return any(fnmatchcase(part, pattern) for part in (parts[:-1] if folders_only else parts))
+    # The path itself, or one of its folders: excluding a folder excludes what is in it.
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+    return any(_path_match(pattern, c) for c in (folders if folders_only else [*folders, rel]))
+
+
+def _path_match(pattern: str, rel: str) -> bool:
+    return any(fnmatchcase(rel, variant) for variant in _zero_folder_variants(pattern))
+
+
+def _zero_folder_variants(pattern: str) -> list[str]:
+    """fnmatch's ``**/`` needs at least one folder: add each combination of them matching none."""
+    head, sep, tail = pattern.partition("**/")
+    if not sep:
+        return [pattern]
+    rest = _zero_folder_variants(tail)
+    return [head + "**/" + t for t in rest] + [head + t for t in rest]
+
+
+@dataclass
+class Discovery:
+    files: list[SourceFile] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): failures
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): not documents
+    roots: list[Path] = field(default_factory=list)
+    file_roots: list[Path] = field(default_factory=list)  # files given directly as PATH
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    rel: str  # relative to the root, with "/"
+    link: bool  # a symlink: resolved and checked against the root before use
+    regular: bool  # a regular file, known from the directory listing without another stat
+
+
+@dataclass
+class _Tree:
+    entries: list[_Entry] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # every folder visited, the root first
+    near_misses: list[Path] = field(default_factory=list)
+    folder_links: list[Path] = field(default_factory=list)
+
+
+def _walk(root: Path) -> _Tree:
+    """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
+    comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
+    (``root`` is resolved and folder links are not followed), and so is every non-link path in it."""
+    tree = _Tree()
+
+    def visit(folder: str, prefix: str) -> None:
+        try:
+            with os.scandir(folder) as listing:
+                every = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            return  # an unreadable folder is skipped, as os.walk does
+        tree.folders.append(Path(folder))
+        tree.near_misses.extend(Path(e.path) for e in every if is_near_miss(e.name))
+        folders = []
+        for e in every:
+            if e.name.startswith("."):
+                continue
+            link = e.is_symlink()
+            if _is_dir(e):
+                if link:
+                    tree.folder_links.append(Path(e.path))
+                else:
+                    folders.append(e)
+            else:
+                regular = not link and e.is_file(follow_symlinks=False)
+                tree.entries.append(_Entry(Path(e.path), prefix + e.name, link, regular))
+        for sub in folders:
+            visit(sub.path, f"{prefix}{sub.name}/")
+
+    visit(str(root), "")
+    return tree
+
+
+def _link_target(path: Path, root: Path) -> tuple[Path, str] | str:
+    """(real path, its path relative to ``root``) of a file link, or why it is refused."""
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        return "dangling symlink (its target does not exist)"
+    except (OSError, RuntimeError):  # ELOOP, or pathlib's own loop detection
+        return "symlink loop"
+    if root not in real.parents:
+        return "symlink points outside the ingest root"
+    rel = real.relative_to(root).as_posix()
+    if any(part.startswith(".") for part in rel.split("/")):
+        return "symlink points into a dot-file or dot-folder, which are not indexed"
+    if not real.is_file():
+        return "symlink does not point to a regular file"
+    return real, rel
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows links, so a folder link is recognised (and skipped)
+    except OSError:
+        return False
+
+
+def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclResolver) -> Discovery:
+    """Raises UsageError for a missing path, a bad or near-miss ACL file, or a file with no ACL
+    (nothing is written then)."""
+    result = Discovery()
+    seen: set[Path] = set()
+    no_acl: list[str] = []
+    for given in paths:
+        root, candidates = _candidates(given, acl, result)
+        for entry in candidates:
+            path, rel = entry.path, entry.rel
+            if entry.link:
+                target = _link_target(path, root)
+                if isinstance(target, str):
+                    if filters.accepts(rel) and shard.owns(rel):
+                        result.rejected.append((str(path), target))
+                    continue
+                path, rel = target  # from here on the link is its target: same rel, shard and ACL
+            if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
+                continue
+            seen.add(path)
+            if not (entry.regular or entry.link):
+                result.rejected.append((str(path), "not a regular file"))
+                continue
+            found = acl.resolve(root, path)
+            if found is None:
+                no_acl.append(rel)
+                continue
+            result.files.append(SourceFile(root=root, path=path, rel=rel, acl_groups=found[0], acl_origin=found[1]))
+    if no_acl:
+        shown = ", ".join(no_acl[:5]) + (f" and {len(no_acl) - 5} more" if len(no_acl) > 5 else "")
+        raise UsageError(
+            f"no ACL for {len(no_acl)} file(s) ({shown}): pass --groups or --public, "
+            f"or put a {ACL_FILE} in their folder"
+        )
+    return result
+
+
+def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
+    """(root, entries) for one PATH; checks every ACL file under it and records its roots."""
+    if not given.exists():
+        if os.path.lexists(given):
+            raise UsageError(f"path is a dangling symlink or a symlink loop: {given}")
+        raise UsageError(f"path not found: {given}")
+    resolved = given.resolve()
+    if resolved.is_file():
+        result.file_roots.append(resolved)
+        acl.check_folder(resolved.parent)
+        return resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
+    tree = _walk(resolved)
+    result.roots.append(resolved)
+    if tree.near_misses:
+        raise UsageError(
+            f"{tree.near_misses[0]}: looks like an ACL file but is not named {ACL_FILE}; "
+            "rename or remove it (it would be ignored)"
+        )
+    for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
+        acl.check_folder(folder)
+    result.skipped.extend((str(p), "symlinked folder (not followed)") for p in tree.folder_links)
+    return resolved, tree.entries

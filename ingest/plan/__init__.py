@@ -1,0 +1,1 @@
+"""Stage 2: compare discovered files with the document records."""

@@ -1,0 +1,219 @@
+"""The plan: compare discovered files with the document records, by content hash.
+
+* add: no record; update: content (or location, or chunking settings) changed,
+  or the record is ``pending`` (a run died part-way through it);
+* unchanged: same hash and ACL, nothing is written;
+* acl_update: same content, other groups: a payload-only change, no re-embedding;
+* delete (``--delete-missing``): a record under the given roots (and filters and
+  shard) whose file is gone;
+* skipped: a file of a type DocQuery does not read (not a failure, unless ``--strict``);
+* failed: refused before parsing (too large, unreadable, a header check failed).
+
+The type and header checks run here, on the first bytes, so a dry run predicts
+them. The stale-ACL step (``stale_acls``) makes sure a document that is not
+re-indexed successfully never keeps a wider ACL than its location has now.
+
+Document ids are derived from the file's resolved absolute path, so ingesting a
+folder and later its parent does not duplicate documents; point ids derive from
+(doc id, content hash, chunk index) (``docquery.core.collection.chunk_point_id``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from docquery.core.domain import DocumentRecord
+from ingest.discover.acl import AclResolver
+from ingest.discover.walk import Discovery, Filters, Shard
+from ingest.model import FileRejected, PlannedDoc, SourceFile
+from ingest.prepare.loaders import SNIFF_BYTES, kind_for, precheck
+
+EXTRA_PATH = "path"
+EXTRA_PIPELINE = "pipeline"
+EXTRA_ACL_ORIGIN = "acl_origin"
+EXTRA_FLAGS = "flags"
+
+
+def doc_id_for(path: Path) -> str:
+    return hashlib.sha256(f"file\x1f{path}".encode()).hexdigest()[:32]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_head(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(SNIFF_BYTES)
+
+
+WITHDRAWN = "withdrawn (no ACL applies to its location now)"
+APPLIED = "current ACL applied to the indexed version"
+
+
+@dataclass(frozen=True)
+class StaleAcl:
+    """An indexed document whose ACL must change before (or instead of) re-indexing."""
+
+    record: DocumentRecord
+    acl_groups: tuple[str, ...] | None  # None: no ACL applies any more, so it is withdrawn
+    acl_origin: str = ""
+
+    @property
+    def action(self) -> str:
+        return WITHDRAWN if self.acl_groups is None else APPLIED
+
+
+@dataclass
+class Plan:
+    add: list[PlannedDoc] = field(default_factory=list)
+    update: list[PlannedDoc] = field(default_factory=list)
+    unchanged: list[SourceFile] = field(default_factory=list)
+    acl_update: list[tuple[SourceFile, DocumentRecord]] = field(default_factory=list)
+    delete: list[DocumentRecord] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    stale_acl: list[StaleAcl] = field(default_factory=list)
+
+    @property
+    def to_index(self) -> list[PlannedDoc]:
+        return self.add + self.update
+
+
+def record_path(record: DocumentRecord) -> Path:
+    if EXTRA_PATH in record.extra:
+        return Path(record.extra[EXTRA_PATH])
+    return Path(record.root) / record.source  # records written before the path was kept
+
+
+def build_plan(
+    discovery: Discovery,
+    records: Iterable[DocumentRecord],
+    *,
+    pipeline_fingerprint: str,
+    max_file_bytes: int,
+    delete_missing: bool,
+    filters: Filters,
+    shard: Shard,
+) -> Plan:
+    plan = Plan(failed=list(discovery.rejected), skipped=list(discovery.skipped))
+    by_id = {r.doc_id: r for r in records}
+    for found in discovery.files:
+        try:
+            head = read_head(found.path)
+            try:
+                kind = kind_for(found.path, head)
+            except FileRejected as exc:
+                plan.skipped.append((str(found.path), exc.reason))
+                continue
+            size = found.path.stat().st_size
+            if size > max_file_bytes:
+                plan.failed.append((str(found.path), f"file too large ({size} bytes > limit {max_file_bytes})"))
+                continue
+            precheck(kind, head)
+            sha = sha256_file(found.path)
+        except FileRejected as exc:
+            plan.failed.append((str(found.path), exc.reason))
+            continue
+        except OSError as exc:
+            plan.failed.append((str(found.path), f"cannot read file ({exc.strerror or type(exc).__name__})"))
+            continue
+        src = replace(found, kind=kind)
+        doc_id = doc_id_for(src.path)
+        prev = by_id.get(doc_id)
+        planned = PlannedDoc(source=src, doc_id=doc_id, content_sha256=sha, previous=prev)
+        if prev is None:
+            plan.add.append(planned)
+        elif (
+            prev.status != "complete"
+            or prev.content_sha256 != sha
+            or prev.extra.get(EXTRA_PIPELINE) != pipeline_fingerprint
+            or prev.source != src.rel
+            or prev.root != str(src.root)
+        ):
+            plan.update.append(planned)
+        elif tuple(prev.acl_groups) != src.acl_groups:
+            plan.acl_update.append((src, prev))
+        else:
+            plan.unchanged.append(src)
+    if delete_missing:
+        plan.delete = _missing(by_id.values(), discovery, filters, shard)
+    return plan
+
+
+def stale_acls(
+    plan: Plan,
+    records: Iterable[DocumentRecord],
+    *,
+    discovery: Discovery,
+    resolver: AclResolver,
+    filters: Filters,
+    shard: Shard,
+) -> list[StaleAcl]:
+    """Indexed documents that keep their current chunks for now, and whose ACL must change first.
+
+    Threat: a folder's ACL is narrowed while one of its files fails to load (or is skipped, or
+    deleted without ``--delete-missing``); its old chunks must not stay readable under the old
+    ACL. Such a document gets the ACL its location resolves to now (the same rule as for a file
+    that loads), or is withdrawn when none applies. Documents about to be re-indexed get it
+    before their new chunks are written, so a load failure cannot leave the old ACL behind.
+    """
+    out: list[StaleAcl] = []
+    updating = {p.doc_id: p.source for p in plan.update}
+    settled = {doc_id_for(s.path) for s in plan.unchanged} | {prev.doc_id for _, prev in plan.acl_update}
+    deleting = {r.doc_id for r in plan.delete}
+    for record in records:
+        if record.doc_id in settled or record.doc_id in deleting:
+            continue
+        if record.doc_id in updating:
+            src = updating[record.doc_id]
+            current: tuple[tuple[str, ...], str] | None = (src.acl_groups, src.acl_origin)
+        else:
+            path = record_path(record)
+            scope = _scope(path, discovery)
+            if scope is None or not filters.accepts(scope[1]) or not shard.owns(scope[1]):
+                continue  # outside this run: another run (root, shard) owns it
+            current = resolver.resolve(scope[0], path)
+        if current is None:
+            out.append(StaleAcl(record, None))
+        elif tuple(record.acl_groups) != current[0]:
+            out.append(StaleAcl(record, current[0], current[1]))
+    return sorted(out, key=lambda s: str(record_path(s.record)))
+
+
+def _missing(
+    records: Iterable[DocumentRecord], discovery: Discovery, filters: Filters, shard: Shard
+) -> list[DocumentRecord]:
+    out: list[DocumentRecord] = []
+    for record in records:
+        path = record_path(record)
+        rel = _scope_rel(path, discovery)
+        if rel is None or not filters.accepts(rel) or not shard.owns(rel):
+            continue
+        if not path.is_file():
+            out.append(record)
+    return sorted(out, key=lambda r: str(record_path(r)))
+
+
+def _scope_rel(path: Path, discovery: Discovery) -> str | None:
+    """The path relative to the first given root that contains it, or None when out of scope."""
+    scope = _scope(path, discovery)
+    return None if scope is None else scope[1]
+
+
+def _scope(path: Path, discovery: Discovery) -> tuple[Path, str] | None:
+    """(the ingest root, the path relative to it) for the first given root containing it."""
+    for root in discovery.roots:
+        if root in path.parents:
+            return root, path.relative_to(root).as_posix()
+    for file_root in discovery.file_roots:
+        if path == file_root:
+            return path.parent, path.name
+    return None

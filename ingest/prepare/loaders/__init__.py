@@ -1,0 +1,95 @@
+"""Loaders by file type: bytes in, titled sections out, or ``FileRejected`` with a reason.
+
+The type (``kind``) is decided once, by the plan: a supported suffix, or, for files with no
+extension and ``.rst`` files, plain text when their first bytes sniff as text. Everything else is
+skipped with a reason, never failed (docs/ingestion.md). ``precheck`` runs the loaders' cheap
+header checks on the first bytes, so a dry run predicts those refusals.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable
+from pathlib import Path
+
+from ingest.model import FileRejected, LoadedDoc
+from ingest.prepare.loaders.docx import OLE_MAGIC, load_docx
+from ingest.prepare.loaders.html import load_html
+from ingest.prepare.loaders.limits import Limits
+from ingest.prepare.loaders.markdown import load_markdown
+from ingest.prepare.loaders.pdf import PDF_MAGIC, load_pdf
+from ingest.prepare.loaders.text import load_text
+from ingest.prepare.loaders.textcodec import SNIFF_BYTES, looks_binary
+
+Loader = Callable[[Path, bytes, Limits], LoadedDoc]
+
+LOADERS: dict[str, Loader] = {
+    ".txt": load_text,
+    ".text": load_text,
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+    ".docx": load_docx,
+}
+# Read as plain text when their first bytes are text (README, AUTHORS, reStructuredText).
+SNIFFED_AS_TEXT = frozenset({"", ".rst"})
+TEXT_KINDS = frozenset({".txt", ".text", ".md", ".markdown", ".html", ".htm"})
+
+
+def suffix_of(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def kind_for(path: Path, head: bytes) -> str:
+    """The loader key for ``path`` given its first ``SNIFF_BYTES``; raises FileRejected (a skip)."""
+    suffix = suffix_of(path)
+    if suffix in LOADERS:
+        return suffix
+    if suffix in SNIFFED_AS_TEXT:
+        if sniffs_as_text(head):
+            return ".txt"
+        what = "no extension" if not suffix else repr(suffix)
+        raise FileRejected(f"unsupported file type ({what}, and the content is not text)")
+    raise FileRejected(f"unsupported file type {suffix!r}")
+
+
+def sniffs_as_text(head: bytes) -> bool:
+    if looks_binary(head):
+        return False
+    try:  # an incremental decoder accepts a multi-byte character cut at the end of the sample
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        return True
+    except UnicodeDecodeError:
+        pass
+    try:
+        head.decode("cp1252")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def precheck(kind: str, head: bytes) -> None:
+    """The loaders' header checks, on the first bytes only; raises FileRejected."""
+    if kind in TEXT_KINDS and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and looks_binary(head):
+        raise FileRejected("binary content in a text file")
+    if kind == ".pdf" and PDF_MAGIC not in head[:1024]:
+        raise FileRejected("not a PDF (no %PDF header)")
+    if kind == ".docx" and head.startswith(OLE_MAGIC):
+        raise FileRejected("encrypted (password-protected) or legacy binary Word document, not a DOCX")
+
+
+def loader_for(kind: str) -> Loader:
+    loader = LOADERS.get(kind)
+    if loader is None:
+        raise FileRejected(f"unsupported file type {kind!r}")
+    return loader
+
+
+def load(path: Path, data: bytes, limits: Limits, kind: str | None = None) -> LoadedDoc:
+    """Loads ``data`` as ``kind`` (by default, the kind ``kind_for`` gives the file)."""
+    return loader_for(kind or kind_for(path, data[:SNIFF_BYTES]))(path, data, limits)
+
+
+__all__ = ["LOADERS", "SNIFF_BYTES", "Limits", "kind_for", "load", "loader_for", "precheck", "sniffs_as_text"]

@@ -1,0 +1,114 @@
+"""DOCX through python-docx, after a zip-bomb check on the archive's declared sizes.
+
+Headings ("Heading N" styles) give each section its heading path. Runs marked
+hidden (``w:vanish``) are dropped and flag their section ``hidden_text``.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from ingest.model import FileRejected, LoadedDoc, Section
+from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS
+from ingest.prepare.loaders.limits import Limits, TextBudget
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def check_zip(data: bytes, limits: Limits) -> None:
+    """Refuse archives that would expand past the limit, before any member is decompressed.
+
+    The declared sizes are binding: zipfile stops at a member's declared size and
+    fails its CRC check, so an archive cannot expand past what it declares.
+    """
+    if data.startswith(OLE_MAGIC):
+        raise FileRejected("encrypted (password-protected) or legacy binary Word document, not a DOCX")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            members = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError):
+        raise FileRejected("corrupt DOCX (not a valid zip archive)") from None
+    if len(members) > limits.max_zip_members:
+        raise FileRejected(f"DOCX has too many archive members ({len(members)} > {limits.max_zip_members})")
+    expanded = sum(m.file_size for m in members)
+    if expanded > limits.max_expanded_bytes:
+        raise FileRejected(
+            f"DOCX would expand to {expanded} bytes, past the limit of {limits.max_expanded_bytes} (zip bomb?)"
+        )
+    if any(m.flag_bits & 0x1 for m in members):
+        raise FileRejected("encrypted DOCX archive members")
+
+
+class _Sections:
+    def __init__(self, budget: TextBudget) -> None:
+        self.path: list[tuple[int, str]] = []
+        self.buf: list[str] = []
+        self.hidden = 0
+        self.out: list[Section] = []
+        self.budget = budget
+
+    def flush(self) -> None:
+        text = "\n".join(self.buf).strip()
+        flags = frozenset({"hidden_text"}) if self.hidden >= FLAG_MIN_CHARS else frozenset()
+        if text or flags:
+            self.out.append(Section(text=text, page=" > ".join(t for _, t in self.path) or None, flags=flags))
+        self.buf.clear()
+        self.hidden = 0
+
+    def heading(self, level: int, text: str) -> None:
+        self.flush()
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, text[:200]))
+
+    def paragraph(self, para: Any) -> None:
+        parts: list[str] = []
+        for item in para.iter_inner_content():
+            runs = getattr(item, "runs", None)
+            for run in runs if runs is not None else [item]:
+                if run.font.hidden:
+                    self.hidden += len("".join(run.text.split()))
+                else:
+                    parts.append(run.text)
+        text = self.budget.take("".join(parts))
+        style = (para.style.name or "") if para.style is not None else ""
+        if style == "Title" and text.strip():
+            self.heading(0, text.strip())
+        elif style.startswith("Heading") and text.strip():
+            level = int(style.split()[-1]) if style.split()[-1].isdigit() else 1
+            self.heading(level, text.strip())
+        elif text.strip():
+            self.buf.append(text)
+
+
+def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
+    check_zip(data, limits)
+    import docx
+    from docx.table import Table
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        sections = _Sections(TextBudget(limits.max_expanded_bytes, "DOCX text"))
+        title = ""
+        for block in document.iter_inner_content():
+            if isinstance(block, Table):
+                for row in block.rows:
+                    for cell in row.cells:
+                        for para in cell.paragraphs:
+                            sections.paragraph(para)
+                continue
+            if block.style is not None and block.style.name == "Title" and not title:
+                title = block.text.strip()
+            sections.paragraph(block)
+        sections.flush()
+        core_title = document.core_properties.title or ""
+    except FileRejected:
+        raise
+    except (KeyError, ValueError, zipfile.BadZipFile, AttributeError, TypeError) as exc:
+        raise FileRejected(f"corrupt DOCX ({type(exc).__name__})") from None
+    except Exception as exc:
+        raise FileRejected(f"corrupt DOCX ({type(exc).__name__})") from None
+    return LoadedDoc(title=(core_title.strip() or title or path.stem)[:200], sections=tuple(sections.out))

@@ -1,0 +1,121 @@
+"""HTML with a real parser (lxml through BeautifulSoup), styles through tinycss2.
+
+Scripts, styles and other non-text elements are dropped. Hidden elements and text
+(``ingest.prepare.loaders.hidden``: the computed style of each element, from inline styles,
+``<style>`` rules by selector, presentational attributes and inheritance) are dropped
+too, and the section they were in is flagged ``hidden_html``. Sections follow h1-h6.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
+from bs4.element import Comment, Doctype, NavigableString, ProcessingInstruction
+
+from ingest.model import LoadedDoc, Section
+from ingest.prepare.loaders.css import Context
+from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, Styles
+from ingest.prepare.loaders.limits import Limits
+from ingest.prepare.loaders.textcodec import decode_text
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCK = frozenset(
+    {
+        *("address", "article", "aside", "blockquote", "br", "dd", "details", "dialog", "div", "dl", "dt"),
+        *("fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p"),
+        *("pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul"),
+    }
+)
+_SPACES = re.compile(r"[ \t\r\f\v]+")
+_BLANKS = re.compile(r"\n\s*\n+")
+
+
+class _Builder:
+    def __init__(self, styles: Styles) -> None:
+        self.styles = styles
+        self.path: list[tuple[int, str]] = []
+        self.buf: list[str] = []
+        self.hidden_chars = 0
+        self.sections: list[Section] = []
+
+    def flush(self) -> None:
+        text = _clean("".join(self.buf))
+        flags = frozenset({"hidden_html"}) if self.hidden_chars >= FLAG_MIN_CHARS else frozenset()
+        if text or flags:
+            page = " > ".join(t for _, t in self.path) or None
+            self.sections.append(Section(text=text, page=page, flags=flags))
+        self.buf.clear()
+        self.hidden_chars = 0
+
+    def walk(self, node: Tag, ctx: Context, out: list[str]) -> None:
+        """Appends the visible text under ``node`` to ``out``; counts what is hidden."""
+        for child in node.children:
+            if isinstance(child, (Comment, Doctype, ProcessingInstruction)):
+                continue
+            if isinstance(child, NavigableString):
+                text = str(child)
+                if ctx.text_invisible and text.strip():
+                    self.hidden_chars += _visible_len(text)  # colour of the background, or transparent
+                else:
+                    out.append(text)
+                continue
+            if not isinstance(child, Tag):
+                continue
+            name = (child.name or "").lower()
+            if name in NON_TEXT_TAGS:
+                continue
+            hidden, inner = self.styles.visibility(child, ctx)
+            if hidden:
+                self.hidden_chars += _visible_len(child.get_text())
+                continue
+            if name in _HEADINGS:
+                heading: list[str] = []
+                self.walk(child, inner, heading)  # only what a reader sees of the heading
+                self.flush()
+                level = _HEADINGS[name]
+                while self.path and self.path[-1][0] >= level:
+                    self.path.pop()
+                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")[:200]))
+                continue
+            block = name in _BLOCK
+            if block:
+                out.append("\n")
+            self.walk(child, inner, out)
+            if block:
+                out.append("\n")
+
+
+def _visible_len(text: str) -> int:
+    return len(text) - sum(1 for ch in text if ch.isspace())
+
+
+def _clean(text: str) -> str:
+    lines = [_SPACES.sub(" ", ln).strip() for ln in text.split("\n")]
+    return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
+    text = decode_text(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(text, "lxml")
+    title_tag = soup.find("title")
+    title = _clean(title_tag.get_text(" ")) if isinstance(title_tag, Tag) else ""
+    if not title:
+        h1 = soup.find("h1")
+        title = _clean(h1.get_text(" ")) if isinstance(h1, Tag) else path.stem
+    builder = _Builder(Styles([style.get_text() for style in soup.find_all("style")]))
+    ctx = Context()
+    for outer in (soup.html, soup.body):  # the page's own colours and background, inherited
+        if outer is not None:
+            hidden, ctx = builder.styles.visibility(outer, ctx)
+            if hidden:
+                builder.hidden_chars += _visible_len(outer.get_text())
+                builder.flush()
+                return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))
+    builder.walk(soup.body if soup.body is not None else soup, ctx, builder.buf)
+    builder.flush()
+    return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))

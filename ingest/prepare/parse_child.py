@@ -1,0 +1,113 @@
+"""The parse process: loads, scans and chunks planned documents, one at a time, in order.
+
+``ingest.prepare.parsing`` starts it as ``python -m ingest.prepare.parse_child``. Its stdin carries one
+frame, ``(prepare, docs)``; its channel (the original stdout) carries ``READY`` and
+then one outcome per document, in order: a ``PreparedDoc``, or the reason the file
+cannot be indexed. A frame is an 8-byte length and a pickle. Both ends are this
+program, started from the same interpreter, so the pickles are trusted.
+
+Why a process: parsers read untrusted bytes. A parser that crashes or hangs on
+one file then fails that file, and the batch goes on; in a thread it would kill
+or hang the whole run. It is not faster: it takes about 0.5 s to start and more
+CPU in all, and a text corpus took 2 to 11 % longer to ingest through it
+(docs/benchmarks.md), so by default only PDF, DOCX and HTML go to it (ingest.prepare.parsing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from docquery import chunking
+from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+
+READY = "ready"
+PARENT_PID_ENV = "DOCQUERY_PARSE_PARENT_PID"
+_HEADER = struct.Struct("!Q")
+
+Outcome = PreparedDoc | str  # str: why the file cannot be indexed; safe to report, never file content
+Prepare = Callable[[PlannedDoc], PreparedDoc]
+
+
+def outcome(prepare: Prepare, planned: PlannedDoc) -> Outcome:
+    try:
+        return prepare(planned)
+    except FileRejected as exc:
+        return exc.reason
+    except Exception as exc:  # a parser bug on one file must not kill the batch
+        # The type only: a library's message can quote the file's content.
+        return f"cannot parse file ({type(exc).__name__})"
+
+
+def write_frame(fd: int, obj: object) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    parts: list[bytes] = []
+    while n:
+        part = os.read(fd, min(n, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
+
+
+def read_frame(fd: int) -> object:
+    """Raises EOFError when the other end closed (or died) before a whole frame arrived."""
+    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    return pickle.loads(_read_exact(fd, n))  # noqa: S301  # our own parent/child, same interpreter
+
+
+def _die_with_parent() -> None:
+    """A killed ingest (SIGKILL, OOM) must not leave its parser running: ask Linux to kill us too."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.environ.get(PARENT_PID_ENV) != str(os.getppid()):
+        os._exit(1)  # the parent died before the request took effect
+
+
+def _run(channel: int, jobs: int) -> None:
+    try:
+        job = read_frame(jobs)
+    except EOFError:
+        return  # the parent went away before sending the job
+    prepare, docs = cast(tuple[Prepare, Sequence[PlannedDoc]], job)
+    # The chunker's imports take seconds: paid here, under the start timeout, not a file's parse timeout.
+    chunking.preload()
+    write_frame(channel, READY)
+    for planned in docs:
+        write_frame(channel, outcome(prepare, planned))
+
+
+def main() -> int:
+    _die_with_parent()
+    # Ctrl-C reaches the whole process group; the parent stops this process itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    channel = os.dup(1)
+    os.dup2(2, 1)  # a stray print in a parser library goes to stderr, not into the channel
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [parse] %(message)s", stream=sys.stderr
+    )
+    with contextlib.suppress(BrokenPipeError):  # the parent stopped reading: it is shutting down
+        _run(channel, 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Parse planned documents in order: in the caller's thread, or in a parse process.
+
+``DOCQUERY_INGEST__PARSE_PROCESS`` picks which files go to the process:
+
+- ``auto`` (default): every format that is parsed (PDF with pypdf, DOCX with
+  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown with
+  DocQuery's own line parser): no parser of untrusted input runs without the
+  time limit. Plain text (and files sniffed as text) is only decoded, in linear
+  time within the size limits, in the caller's thread: on a 2-vCPU machine, a
+  text corpus took 2 to 11 % longer to ingest through the process
+  (docs/benchmarks.md).
+- ``all``: every file. ``off``: none, so a parser hang hangs the run.
+
+The process (``ingest.prepare.parse_child``) gets its whole list at once and works ahead
+of the caller; the pipe between them bounds how far. When it dies on a file (a
+parser crash, the kernel's OOM killer) or takes longer than the timeout, that
+file is reported and a new process takes the rest of the list. Only a process
+that cannot start at all stops the run.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from typing import IO, Literal, cast
+
+from docquery.core.errors import DocQueryError
+from ingest.model import PlannedDoc, PreparedDoc
+from ingest.prepare.parse_child import PARENT_PID_ENV, READY, Outcome, Prepare, outcome, read_frame, write_frame
+
+CHILD_ARGV = (sys.executable, "-m", "ingest.prepare.parse_child")
+ParseMode = Literal["auto", "all", "off"]
+PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown"})
+_START_TIMEOUT_S = 120.0
+_POLL_S = 0.1
+
+
+class ParseProcessError(DocQueryError):
+    """The parse process could not start, or broke its protocol."""
+
+
+@dataclass(frozen=True)
+class _Lost:
+    reason: str
+
+
+def isolated(mode: ParseMode) -> Callable[[PlannedDoc], bool]:
+    """Which files ``mode`` sends to the parse process."""
+    if mode == "all":
+        return lambda planned: True
+    if mode == "off":
+        return lambda planned: False
+    return lambda planned: (planned.source.kind or planned.source.path.suffix.lower()) in PARSED_KINDS
+
+
+def routed(
+    docs: Sequence[PlannedDoc],
+    prepare: Prepare,
+    *,
+    isolate: Callable[[PlannedDoc], bool],
+    timeout_s: float,
+    stop: threading.Event,
+    argv: Sequence[str] = CHILD_ARGV,
+) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
+    """Outcomes in the order of ``docs``: those ``isolate`` picks from a parse process (started
+    only if there are any), the others parsed here. Ends early when ``stop`` is set."""
+    to_process = [isolate(planned) for planned in docs]  # asked once per file
+    picked = [planned for planned, yes in zip(docs, to_process, strict=True) if yes]
+    from_process = in_process(picked, prepare, timeout_s=timeout_s, stop=stop, argv=argv)
+    with closing(from_process):  # closing the generator stops the process
+        for planned, yes in zip(docs, to_process, strict=True):
+            if not yes:
+                yield planned, outcome(prepare, planned)
+                continue
+            got = next(from_process, None)
+            if got is None:
+                return  # stopped
+            yield got
+
+
+def in_process(
+    docs: Sequence[PlannedDoc],
+    prepare: Prepare,
+    *,
+    timeout_s: float,
+    stop: threading.Event,
+    argv: Sequence[str] = CHILD_ARGV,
+) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
+    """Outcomes in the order of ``docs``. Ends early when ``stop`` is set; closing it stops the process.
+
+    ``prepare`` must pickle (a module-level function, or a ``functools.partial`` of one).
+    Raises ParseProcessError when a process cannot start.
+    """
+    pos = 0
+    while pos < len(docs):
+        child = _Child(argv, prepare, docs[pos:], stop)
+        try:
+            while pos < len(docs):
+                got = child.next_outcome(timeout_s, stop)
+                if got is None:
+                    return  # stopped
+                planned = docs[pos]
+                pos += 1
+                if isinstance(got, _Lost):
+                    yield planned, got.reason
+                    break  # a fresh process takes the rest
+                yield planned, got
+        finally:
+            child.close()
+
+
+class _Child:
+    def __init__(self, argv: Sequence[str], prepare: Prepare, docs: Sequence[PlannedDoc], stop: threading.Event):
+        env = {
+            **os.environ,
+            # The child imports what this process imports, from the same places.
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            PARENT_PID_ENV: str(os.getpid()),
+            # One document at a time is too little work for the tokenizer's thread pool;
+            # its threads would only take cores from the embedder.
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
+        stdin, stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
+        self.fd = stdout.fileno()
+        try:
+            write_frame(stdin.fileno(), (prepare, list(docs)))
+            stdin.close()
+            first = self._read(_START_TIMEOUT_S, stop)
+        except BrokenPipeError:
+            first = _Lost(f"parser process died ({self._exit_status()})")
+        except BaseException:
+            self.close()
+            raise
+        if first == READY or first is None:  # None: stopped; the caller's next read ends it
+            return
+        self.close()
+        what = first.reason if isinstance(first, _Lost) else "unexpected first frame"
+        raise ParseProcessError(f"parse process did not start: {what}")
+
+    def _read(self, timeout_s: float, stop: threading.Event) -> object | None:
+        """The next frame; None when stopped, ``_Lost`` when the process died or timed out."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if stop.is_set():
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return _Lost(f"parsing took longer than {timeout_s:g} s")
+            ready, _, _ = select.select([self.fd], [], [], min(left, _POLL_S))
+            if ready:
+                break
+        try:
+            return read_frame(self.fd)
+        except EOFError:
+            return _Lost(f"parser process died ({self._exit_status()})")
+
+    def next_outcome(self, timeout_s: float, stop: threading.Event) -> Outcome | _Lost | None:
+        got = self._read(timeout_s, stop)
+        if got is None or isinstance(got, (_Lost, str)):
+            return got
+        if not isinstance(got, PreparedDoc):
+            raise ParseProcessError("parse process broke the protocol (unexpected frame)")
+        return got
+
+    def _exit_status(self) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if code < 0:
+            try:
+                return signal.Signals(-code).name
+            except ValueError:
+                return f"signal {-code}"
+        return f"exit code {code}"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()  # done, stopped, or stuck: nothing of its state is needed
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()

@@ -1,0 +1,1 @@
+"""Stage 5: progress while it runs, the final report, terminal-safe output."""

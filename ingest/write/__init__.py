@@ -1,0 +1,1 @@
+"""Stage 4: embed, upsert, replace and record, overlapped."""
