@@ -6,12 +6,14 @@ tests pass their own components in. No module-level singletons.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
-from docquery.core.ports import Embedder, Generator, IndexAdapter
+from docquery.core.ports import Embedder, Generator, IndexAdapter, KeyProvider
+from docquery.embedders.lazy import LazyEmbedder
 from docquery.index.fusion import FusionParams
 from docquery.index.tuning import IndexTuning
 from docquery.rag.conversation import ConversationConfig
@@ -21,7 +23,6 @@ from docquery.secrets import (
     EMBEDDER_API_KEY,
     LLM_API_KEY,
     QDRANT_API_KEY,
-    KeyProvider,
     SecretSource,
     build_secret_source,
     secret_getter,
@@ -136,28 +137,13 @@ def generator_kind(s: Settings) -> str:
 
 
 def fusion_params(s: Settings) -> FusionParams:
-    r = s.retrieval
-    return FusionParams(
-        method=r.fusion,
-        rrf_k=r.rrf_k,
-        dense_weight=r.dense_weight,
-        sparse_weight=r.sparse_weight,
-        prefetch_limit=r.prefetch_limit,
-    )
+    fields = {"rrf_k", "dense_weight", "sparse_weight", "prefetch_limit"}
+    return FusionParams(method=s.retrieval.fusion, **s.retrieval.model_dump(include=fields))
 
 
 def index_tuning(s: Settings) -> IndexTuning:
-    q = s.qdrant
-    return IndexTuning(
-        hnsw_m=q.hnsw_m,
-        hnsw_ef_construct=q.hnsw_ef_construct,
-        hnsw_ef=q.hnsw_ef,
-        full_scan_threshold_kb=q.full_scan_threshold_kb,
-        quantization=q.quantization,
-        oversampling=q.oversampling,
-        indexing_threshold_kb=q.indexing_threshold_kb,
-        max_segment_size_kb=q.max_segment_size_kb,
-    )
+    """Every IndexTuning field that the qdrant settings name; the rest keep their defaults."""
+    return IndexTuning(**s.qdrant.model_dump(include={f.name for f in dataclasses.fields(IndexTuning)}))
 
 
 # -- the graph -----------------------------------------------------------------
@@ -194,7 +180,7 @@ def build_embedder(settings: Settings, secrets: SecretSource | None = None, *, l
     make = EMBEDDERS[settings.embedder.kind]
     keys = secret_getter(source, EMBEDDER_API_KEY)
     if lazy and settings.embedder.kind == "local":
-        from docquery.embedders.lazy import LazyEmbedder, local_model_spec
+        from docquery.embedders.lazy import local_model_spec
 
         model_id, dimension = local_model_spec()
         return LazyEmbedder(model_id, dimension, lambda: make(settings, keys))
@@ -248,10 +234,9 @@ def build_components(
         embedder = build_embedder(settings, secrets, lazy=True)
         opened = index is None
         index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
-        load = getattr(embedder, "load", None)
-        if not lazy_model and callable(load):
+        if not lazy_model and isinstance(embedder, LazyEmbedder):
             try:
-                embedder = load()
+                embedder = embedder.load()
             except Exception:
                 if opened:
                     index.close()

@@ -8,28 +8,26 @@
   retry would duplicate text, so later failures surface as errors.
 * Errors never carry upstream bodies: they may echo the prompt.
 
-The HTTP client is aiohttp, not httpx: at 32 concurrent calls httpx's async
-connection pool cost about 8 ms of CPU per call in this process (it rescans
-every pooled connection on each request), aiohttp 0.3 ms
-(docs/benchmarks.md, "Query service overhead"). The session is per event loop
-and ignores proxy variables (``loop_session.LoopSession``).
+The HTTP client is aiohttp, not httpx: httpx's async connection pool rescans every
+pooled connection on each request, which cost the service CPU at 32 concurrent calls
+(docs/benchmarks.md, "Design notes moved from the code"). The session is per event
+loop and ignores proxy variables (``runtime.loop_session.LoopSession``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import aiohttp
-from pydantic import SecretStr
 
 from docquery.core.domain import FINISH_REASONS, FinishReason, Prompt
 from docquery.core.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
+from docquery.core.ports import KeyProvider
 from docquery.runtime.loop_session import LoopSession
 
-KeyProvider = Callable[[], SecretStr | None]
 _RETRYABLE = {429, 500, 502, 503, 504}
 # A completion of max_tokens is a few KiB of JSON; a body beyond this is an upstream fault.
 _MAX_COMPLETION_BYTES = 4 * 1024 * 1024

@@ -4,10 +4,8 @@ torch on CPU allocates every intermediate tensor afresh: a pass of 32 chunks mak
 buffers of 1 to 25 MB and frees them again. glibc's defaults hand buffers that large back to
 the kernel (``mmap``/``munmap`` above a threshold, and trimming of each thread's heap), so
 every pass faults all of its memory in again, a page at a time, and the kernel zeroes each
-page. Embed workers are threads with an arena of their own, which glibc trims as well. On
-this project's 2-core VM, ingesting 1,000 SciFact documents (2,391 chunks) took 1.5 to 2.5
-million page faults and 2.7 to 5.4 s of kernel time; tuned, about 60,000 and 0.3 s. The wall
-time gained varied from nothing to a fifth (docs/benchmarks.md, "glibc malloc tuning").
+page. Embed workers are threads with an arena of their own, which glibc trims as well. The
+page faults and kernel time this saves are measured in docs/benchmarks.md ("glibc malloc tuning").
 
 :func:`tune_for_bulk_embedding` keeps freed memory in the process instead:
 

@@ -16,7 +16,6 @@ key provider (:func:`secret_getter`), never a value.
 from docquery.secrets.base import (
     Clock,
     EnvSecretRefusedError,
-    KeyProvider,
     MissingSecretError,
     SecretFormatError,
     SecretsError,
@@ -45,7 +44,6 @@ __all__ = [
     "EnvSecretSource",
     "FallbackSecretSource",
     "FileSecretSource",
-    "KeyProvider",
     "MissingSecretError",
     "SecretFormatError",
     "SecretSource",

@@ -21,10 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import SecretStr
 
 from docquery.core.errors import DocQueryError
+from docquery.core.ports import KeyProvider
 
 Clock = Callable[[], float]
-# What every client that authenticates takes: read on every use, so rotation needs no restart.
-KeyProvider = Callable[[], SecretStr | None]
 
 # A secret name is a plain file name: no separators, no "..", so a name can
 # never make a source read outside its directory or Vault path.

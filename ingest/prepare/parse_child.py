@@ -8,9 +8,8 @@ program, started from the same interpreter, so the pickles are trusted.
 
 Why a process: parsers read untrusted bytes. A parser that crashes or hangs on
 one file then fails that file, and the batch goes on; in a thread it would kill
-or hang the whole run. It is not faster: it takes about 0.5 s to start and more
-CPU in all, and a text corpus took 2 to 11 % longer to ingest through it
-(docs/benchmarks.md), so by default only PDF, DOCX and HTML go to it (ingest.prepare.parsing).
+or hang the whole run. It is not faster (it costs a start and more CPU in all;
+docs/benchmarks.md), so by default only parsed formats go to it (ingest.prepare.parsing).
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@
   python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown with
   DocQuery's own line parser): no parser of untrusted input runs without the
   time limit. Plain text (and files sniffed as text) is only decoded, in linear
-  time within the size limits, in the caller's thread: on a 2-vCPU machine, a
-  text corpus took 2 to 11 % longer to ingest through the process
-  (docs/benchmarks.md).
+  time within the size limits, in the caller's thread, because the process costs
+  a plain-text corpus time and gives it nothing (docs/benchmarks.md).
 - ``all``: every file. ``off``: none, so a parser hang hangs the run.
 
 The process (``ingest.prepare.parse_child``) gets its whole list at once and works ahead

@@ -31,47 +31,31 @@ import regex
 INJECTION = "injection"
 ZERO_WIDTH = "zero_width"
 
-# Each pattern with a gate: groups of words, and every match of the pattern contains a word of
-# each group. A pattern runs only on text that passes its gate (substring tests on the folded
-# text), which makes the scan about five times faster on ordinary prose; the result is the
-# same as running every pattern (tests/unit/test_ingest_scan.py checks both claims).
-_GATED_PATTERNS: list[tuple[tuple[tuple[str, ...], ...], str]] = [
-    ((("ignore", "disregard", "forget", "override", "bypass"),
-      ("instruction", "prompt", "rules", "direction", "guideline", "context")),
-     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
-     r"all|any|your|the|system)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b"),
-    ((("new",), ("instruction",)), r"\bnew\s+(?:system\s+)?instructions?\s*:"),
-    ((("you",), ("are",), ("now",)), r"\byou\s+are\s+now"),
-    ((("from",), ("now",), ("you",)), r"\bfrom\s+now\s+on,?\s+you"),
-    ((("pretend",),), r"\bpretend\s+(?:to\s+be|you\s+are)"),
-    ((("act",), ("unrestricted", "jailbroken", "different", "dan")),
-     r"\bact\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken|different|dan\b)"),
-    ((("reveal", "print", "show", "repeat", "output", "leak"), ("prompt", "instructions", "rules")),
-     r"\b(?:reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}?\b(?:system\s+prompt|your\s+(?:instructions|prompt|"
-     r"rules)|hidden\s+instructions)\b"),
-    ((("not", "don't", "never"), ("tell", "inform", "mention"), ("user",)),
-     r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to)\s+the\s+user\b"),
-    ((("ai", "assistant", "language", "llm", "chatbot"), ("must", "should", "will"),
-      ("ignore", "respond", "answer", "say", "include", "append", "output")),
-     r"\b(?:as\s+an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot)(?:\s*[,:])?\s+(?:you\s+)?(?:must|should|will)\s+"
-     r"(?:now\s+)?(?:ignore|respond|answer|say|include|append|output)\b"),
-    ((("<",), (">",), ("im_start", "im_end", "system", "endoftext", "start_header_id", "eot_id")),
-     r"<\|?(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|?>"),
-    ((("[",), ("inst",)), r"\[/?INST\]"),
-    ((("<<",), ("sys",), (">>",)), r"<<\s*/?SYS\s*>>"),
-    ((("##",), ("system", "instruction")), r"^[ \t]*#{2,}[ \t]*(?:system|instruction)s?[ \t]*:?[ \t]*$"),
-    ((("system", "assistant"), (":",)), r"^[ \t]*(?:system|assistant)[ \t]*:[ \t]*\S"),
-    ((("![",), ("http",), ("?",), ("=",)), r"!\[[^\]]{0,500}\]\([ \t]{0,20}https?://[^)\s]{1,2000}\?[^)\s]{0,2000}="),
-    ((("send", "post", "forward", "exfiltrate", "append"), ("conversation", "chat", "api", "credentials", "password"),
-      ("http", "url", "link", "mail")),
-     r"\b(?:send|post|forward|exfiltrate|append)\b[^.\n]{0,40}?\b(?:conversation|chat\s+history|api\s+keys?|"
-     r"credentials|password)\b[^.\n]{0,40}?\b(?:to|into)\b[^.\n]{0,20}?(?:https?://|url|link|e-?mail)"),
+# What addresses the model: one case-insensitive alternation. On the ingest path the whole scan costs
+# under 1 % of the CPU of embedding the same text (docs/benchmarks.md, "Design notes moved from the code").
+_PATTERNS: list[str] = [
+    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
+    r"all|any|your|the|system)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
+    r"\bnew\s+(?:system\s+)?instructions?\s*:",
+    r"\byou\s+are\s+now",
+    r"\bfrom\s+now\s+on,?\s+you",
+    r"\bpretend\s+(?:to\s+be|you\s+are)",
+    r"\bact\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken|different|dan\b)",
+    r"\b(?:reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}?\b(?:system\s+prompt|your\s+(?:instructions|prompt|"
+    r"rules)|hidden\s+instructions)\b",
+    r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to)\s+the\s+user\b",
+    r"\b(?:as\s+an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot)(?:\s*[,:])?\s+(?:you\s+)?(?:must|should|will)\s+"
+    r"(?:now\s+)?(?:ignore|respond|answer|say|include|append|output)\b",
+    r"<\|?(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|?>",
+    r"\[/?INST\]",
+    r"<<\s*/?SYS\s*>>",
+    r"^[ \t]*#{2,}[ \t]*(?:system|instruction)s?[ \t]*:?[ \t]*$",
+    r"^[ \t]*(?:system|assistant)[ \t]*:[ \t]*\S",
+    r"!\[[^\]]{0,500}\]\([ \t]{0,20}https?://[^)\s]{1,2000}\?[^)\s]{0,2000}=",
+    r"\b(?:send|post|forward|exfiltrate|append)\b[^.\n]{0,40}?\b(?:conversation|chat\s+history|api\s+keys?|"
+    r"credentials|password)\b[^.\n]{0,40}?\b(?:to|into)\b[^.\n]{0,20}?(?:https?://|url|link|e-?mail)",
 ]  # fmt: skip
-_PATTERNS = [pattern for _, pattern in _GATED_PATTERNS]
-_GATED = [(gate, re.compile(p, re.IGNORECASE | re.MULTILINE)) for gate, p in _GATED_PATTERNS]
-# Under IGNORECASE, re matches four non-ASCII letters to ASCII ones; the fold does the same, so
-# a word test on the folded text never skips a pattern that could match.
-_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_INJECTION = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE | re.MULTILINE)
 
 # Invisible by Unicode properties. Planes 0, 1 and 14 hold every such code point (the test checks
 # all of Unicode); the set becomes one ``re`` class, built on first use.
@@ -176,10 +160,7 @@ def _strip(text: str) -> tuple[bool, str]:
 
 
 def _injection(text: str) -> bool:
-    folded = (text if text.isascii() else text.translate(_FOLD)).lower()  # the fold maps non-ASCII only
-    return any(
-        all(any(w in folded for w in group) for group in gate) and rx.search(text) is not None for gate, rx in _GATED
-    )
+    return _INJECTION.search(text) is not None
 
 
 def strip_invisible(text: str) -> str:

@@ -111,18 +111,8 @@ class Report:
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
-        rows = [
-            ("added", self.added),
-            ("updated", self.updated),
-            ("acl updated (no re-embed)", self.acl_updated),
-            ("unchanged", self.unchanged),
-            ("deleted", self.deleted),
-            ("failed", len(self.failed)),
-            ("skipped", len(self.skipped)),
-            ("chunks written", self.chunks_written),
-            ("chunks flagged", self.chunks_flagged),
-            ("chunks quarantined", self.chunks_quarantined),
-        ]
+        labels = {"acl_updated": "acl updated (no re-embed)"}
+        rows = [(labels.get(key, key.replace("_", " ")), value) for key, value in self.counts()]
         for name, value in rows:
             table.add_row(name, str(value))
         table.add_row("seconds", f"{self.seconds:.1f}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ingest.prepare import scan as scan_module
@@ -60,58 +60,30 @@ def test_smuggled_tag_characters_are_scanned_after_stripping() -> None:
     assert scan(text) == {"zero_width", "injection"}
 
 
-# The gate in front of each pattern must never change the result; the reference is every pattern
-# run on every text, as one regex.
-_REFERENCE = re.compile("|".join(f"(?:{p})" for p in scan_module._PATTERNS), re.IGNORECASE | re.MULTILINE)
+# Text made of the patterns' own words and punctuation, so generated strings come near a match.
 _WORDS = sorted({w for p in scan_module._PATTERNS for w in re.findall(r"[A-Za-z_']{2,}", p)})
-
-
-def _spellings(word: str) -> list[str]:
-    """The word, upper-cased, and with the non-ASCII letters IGNORECASE matches to i, s and k."""
-    odd = word.replace("i", "\u0131").replace("s", "\u017f").replace("k", "\u212a")
-    return [word, word.upper(), word.title(), odd, word.replace("I", "\u0130").upper()]
-
-
-_PIECES = [s for w in _WORDS for s in _spellings(w)] + [
+_PIECES = [s for w in _WORDS for s in (w, w.upper(), w.title())] + [
     " ", "  ", "\n", "\t", ",", ".", ":", "'", "<", ">", "<<", ">>", "|", "[", "]", "/", "#", "##", "!", "(", ")",
     "?", "=", "-", "://", "https", "\u200b", "\u200d", "prose", "the", "a",
 ]  # fmt: skip
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(_PIECES), max_size=40))
-def test_gated_scan_agrees_with_running_every_pattern(pieces: list[str]) -> None:
-    text = "".join(pieces)
-    assert ("injection" in scan(text)) == bool(_REFERENCE.search(strip_invisible(text)))
-
-
 @pytest.mark.parametrize("text", INJECTIONS)
-def test_gated_scan_agrees_on_the_examples_in_other_spellings(text: str) -> None:
+def test_the_examples_are_flagged_in_other_spellings(text: str) -> None:
+    # Upper case, and the non-ASCII letters that case-insensitive matching takes for i, s and k.
     for variant in (text, text.upper(), text.replace("i", "\u0131").replace("s", "\u017f").replace("k", "\u212a")):
-        assert ("injection" in scan(variant)) == bool(_REFERENCE.search(variant))
         assert "injection" in scan(variant)
 
 
-def test_the_fold_maps_every_letter_ignorecase_matches_to_ascii() -> None:
-    # Every code point that IGNORECASE matches to an ASCII letter folds to that letter, so the
-    # gate's substring tests on folded text cannot miss a match.
-    everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-    matched = set(re.findall(r"[a-z]", everything, re.IGNORECASE))
-    assert len(matched) == 56  # 52 ASCII letters and the four Python documents
-    for char in matched:
-        folded = char.translate(scan_module._FOLD).lower()
-        assert len(folded) == 1 and "a" <= folded <= "z" and re.fullmatch(folded, char, re.IGNORECASE)
-
-
 @pytest.mark.parametrize("index", range(len(scan_module._PATTERNS)))
-def test_every_text_a_pattern_matches_passes_its_gate(index: int) -> None:
+def test_every_text_a_pattern_matches_is_flagged(index: int) -> None:
     pattern = re.compile(scan_module._PATTERNS[index], re.IGNORECASE | re.MULTILINE)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(st.from_regex(pattern))
     def check(text: str) -> None:
-        assert pattern.search(text)  # hypothesis generated a match: the gate is exercised
-        assert ("injection" in scan(text)) == bool(_REFERENCE.search(strip_invisible(text)))
+        assume(pattern.search(strip_invisible(text)))  # stripping may break a generated match apart
+        assert "injection" in scan(text)
 
     check()
 
@@ -128,7 +100,7 @@ def test_scan_and_strip_agree_and_the_injection_scan_sees_the_stripped_text(piec
     flags, clean = scan_and_strip(text)
     assert clean == strip_invisible(text)
     assert flags == scan(text)
-    assert ("injection" in flags) == bool(_REFERENCE.search(clean))
+    assert ("injection" in flags) == bool(scan_module._INJECTION.search(clean))
     assert strip_invisible(clean) == clean, "stripping is idempotent"
     # What survives is only what a script needs: joiners outside Latin words, one selector on a
     # non-ASCII base, emoji tag sequences.
