@@ -14,10 +14,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("docquery", "ingest")
 
-# Declared but imported in another way, or not yet: each says why.
+# Declared but imported in another way: each says why.
 NOT_IMPORTED_BY_NAME = {
     "lxml": ("ingest/prepare/loaders/html.py", '"lxml"'),  # BeautifulSoup's parser, named as a string
-    "llama-index-core": None,  # kept for the conversations issue, which builds on it (pyproject.toml)
 }
 
 
