@@ -81,24 +81,29 @@ def test_edge_holds_the_gil_for_a_whole_query(tmp_path: Path) -> None:
         while not stop.is_set():
             count += 1
 
-    spinner = threading.Thread(target=spin)
-    spinner.start()
-    try:
+    def share_the_spinner_got() -> float:
+        nonlocal count
         time.sleep(0.05)
         before, t0 = count, time.perf_counter()
         time.sleep(0.05)  # the spinner's rate while this thread waits without the GIL
         rate = (count - before) / (time.perf_counter() - t0)
         before, t0 = count, time.perf_counter()
         shard.query_batch(batch)
-        during = count - before
-        took = time.perf_counter() - t0
+        return (count - before) / (rate * (time.perf_counter() - t0))
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        # Other processes on a loaded machine can only distort one measurement upwards (the spinner's
+        # reference rate is taken while they run too), so the least of three is the honest one.
+        share = min(share_the_spinner_got() for _ in range(3))
     finally:
         stop.set()
         spinner.join()
         shard.close()
     # Holding the GIL, the spinner gets at most one switch interval (5 ms) of the call; released,
     # it would run through most of it on the other core.
-    assert during < 0.25 * rate * took, f"spinner ran {during / (rate * took):.0%} of the query: the GIL was released"
+    assert share < 0.25, f"spinner ran {share:.0%} of the query: the GIL was released"
 
 
 class RecordingShard:

@@ -157,10 +157,22 @@ def test_relogin_after_token_expired_at_max_ttl(bao: Bao) -> None:
     while time.monotonic() < deadline:  # keep using it across its whole life
         assert source.get_text("api-key") is not None
         time.sleep(0.1)
-    with pytest.raises(hvac.exceptions.Forbidden):
-        bao.client_with_token(first).auth.token.lookup_self()  # the server expired it
+    assert _refused_within(bao, first, seconds=5.0)  # the server expired it (its clock, not ours)
     assert session.stats.logins >= 2
     assert source.get_text("api-key") is not None
+
+
+def _refused_within(bao: Bao, token: str, *, seconds: float) -> bool:
+    """Vault revokes expired tokens in the background; on a loaded machine that can lag the TTL."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            bao.client_with_token(token).auth.token.lookup_self()
+        except hvac.exceptions.Forbidden:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
 
 
 def test_relogin_when_server_denies_a_token_we_thought_valid(bao: Bao) -> None:
