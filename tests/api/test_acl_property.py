@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docquery.core.collection import PUBLIC_GROUP
-from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness
 from tests.support.fakes import AsyncHashEmbedder, HashEmbedder
 
 GROUPS = ["eng", "hr", "fin", "legal"]

@@ -13,7 +13,7 @@ import pytest
 from docquery.api.audit import AUDIT_LOGGER, AuditLog, verify_audit_log
 from docquery.api.audit import main as audit_main
 from docquery.api.metrics import Metrics, start_metrics_server
-from tests.api.conftest import Harness, bearer
+from tests.support.api_harness import Harness, bearer
 
 AUTH = bearer("tok-alice-eng")
 

@@ -16,7 +16,7 @@ from docquery.cli import main as cli_main
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
 from docquery.secrets import FileSecretSource
-from tests.api.conftest import AUDIENCE, ISSUER, KEYS, Harness, JwtIssuer, bearer, write_api_keys
+from tests.support.api_harness import AUDIENCE, ISSUER, KEYS, Harness, JwtIssuer, bearer, write_api_keys
 from tests.support.clock import ManualClock
 
 QUERY = {"question": "what is the vacation policy"}

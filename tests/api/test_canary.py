@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, llm_generator, make_harness
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 CANARY = "zqcanaryb7e1d4f09c"  # one lowercase word: embedders and BM25 keep it whole

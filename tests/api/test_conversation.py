@@ -17,7 +17,15 @@ import pytest
 
 from docquery.api.audit import AUDIT_LOGGER
 from docquery.rag.conversation import CONDENSE_SYSTEM, ConversationConfig, Turn, bounded, needs_context
-from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
+from tests.support.api_harness import (
+    Harness,
+    JwtIssuer,
+    bearer,
+    chat_stream_text,
+    llm_generator,
+    make_harness,
+    sse_events,
+)
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")

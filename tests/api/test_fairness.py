@@ -13,7 +13,7 @@ import pytest
 
 from docquery.api.limits import AuthFailureLimiter
 from docquery.api.metrics import KNOWN_METHODS
-from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, llm_generator, make_harness
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 ALICE = bearer("tok-alice-eng")

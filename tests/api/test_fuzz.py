@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from tests.api.conftest import Harness, bearer
+from tests.support.api_harness import Harness, bearer
 
 AUTH = bearer("tok-root-admin")
 EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 15}

@@ -10,7 +10,7 @@ import pytest
 from starlette.types import Message
 
 from docquery.api.limits import BodyLimitMiddleware, RateLimiter
-from tests.api.conftest import Harness, bearer
+from tests.support.api_harness import Harness, bearer
 
 CANARY = "CANARY-limits-5c1d0e"
 AUTH = bearer("tok-alice-eng")

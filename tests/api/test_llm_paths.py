@@ -15,7 +15,15 @@ import pytest
 
 from docquery.core.ports import Generator
 from docquery.rag.prompting import REFUSAL
-from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
+from tests.support.api_harness import (
+    Harness,
+    JwtIssuer,
+    bearer,
+    chat_stream_text,
+    llm_generator,
+    make_harness,
+    sse_events,
+)
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, llm_generator, make_harness
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")

@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness, sse_events
-from tests.api.markdown_oracle import violations
+from tests.support.api_harness import (
+    Harness,
+    JwtIssuer,
+    bearer,
+    chat_stream_text,
+    llm_generator,
+    make_harness,
+    sse_events,
+)
+from tests.support.markdown_oracle import violations
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 

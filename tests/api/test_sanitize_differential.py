@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from docquery.rag.safe_url import resolved_host
 from docquery.rag.sanitize import Sanitizer
 from docquery.rag.sanitize_stream import StreamSanitizer
-from tests.api.markdown_oracle import renderings, violations
+from tests.support.markdown_oracle import renderings, violations
 
 ALLOW = ("docs.example.com",)
 SECRET = "http://evil.example/x?d=SECRET"

@@ -18,7 +18,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from docquery.api.server import server_options
-from tests.api.conftest import Harness
+from tests.support.api_harness import Harness
 
 KEY = "tok-alice-eng"
 

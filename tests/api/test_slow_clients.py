@@ -22,7 +22,7 @@ import uvicorn
 
 from docquery.api.server import server_options
 from docquery.config.settings import ApiSettings
-from tests.api.conftest import Harness
+from tests.support.api_harness import Harness
 
 LIMITS = ApiSettings(
     head_timeout_s=0.6, body_timeout_s=0.6, keepalive_timeout_s=0.6, max_connections=24, max_head_bytes=4096

@@ -21,7 +21,7 @@ from docquery.wiring import build_index
 from tests.support.fakes import HashEmbedder
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import Bao
+    from tests.support.openbao import Bao
 
 
 def _settings(bao: Bao, tmp_path: Path, workload: str) -> Settings:

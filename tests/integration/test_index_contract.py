@@ -21,12 +21,13 @@ import pytest
 from pydantic import SecretStr
 from qdrant_client import QdrantClient
 
-from docquery.core.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionError, chunk_point_id
-from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
+from docquery.core.collection import PUBLIC_GROUP, ModelMismatchError, SchemaVersionError
+from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
 from docquery.core.errors import VectorIndexError
 from docquery.core.ports import IndexAdapter, SearchMode
 from docquery.index import FusionParams, open_edge, open_server
 from docquery.index.engine import Where
+from tests.support.chunks import make_chunk
 from tests.support.fakes import HashEmbedder
 
 BACKENDS = ("edge", "server")
@@ -97,30 +98,6 @@ def opener(
 
 
 both = pytest.mark.parametrize("opener", BACKENDS, indirect=True)
-
-
-def make_chunk(
-    embedder: Any,
-    doc_id: str,
-    text: str,
-    groups: tuple[str, ...],
-    *,
-    index: int = 0,
-    quarantined: bool = False,
-    title: str = "",
-) -> IndexedChunk:
-    sha = f"sha-{doc_id}"
-    chunk = Chunk(
-        id=chunk_point_id(doc_id, sha, index),
-        doc_id=doc_id,
-        source=f"{doc_id}.txt",
-        title=title or doc_id,
-        chunk_index=index,
-        text=text,
-        content_sha256=sha,
-        acl_groups=groups,
-    )
-    return IndexedChunk(chunk=chunk, dense=embedder.embed([text])[0], quarantined=quarantined)
 
 
 def search(  # noqa: PLR0917 - reads like the call it wraps

@@ -42,7 +42,7 @@ from docquery.embedders.remote import OpenAIEmbedder
 from docquery.index import QdrantIndex, open_edge, open_server
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig, Trace
 from docquery.rag.sanitize import Sanitizer
-from tests.integration.test_index_contract import make_chunk
+from tests.support.chunks import make_chunk
 from tests.support.fakes import HashEmbedder
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 

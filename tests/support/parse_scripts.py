@@ -7,9 +7,13 @@ import os
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from docquery.chunking import ChunkSpec, RegexTokenizer
+from ingest.discover.acl import AclResolver
+from ingest.discover.walk import Filters, Shard, discover
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
+from ingest.plan.compare import build_plan
 from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import Limits
 
@@ -50,3 +54,18 @@ class Scripted:
         elif stem == "whoami":
             raise FileRejected(f"parsed by pid {os.getpid()}")
         return prepare(planned, RegexTokenizer(), self.cfg)
+
+
+def planned_docs(root: Path) -> list[PlannedDoc]:
+    """Every file under ``root`` as a planned add, in path order (one ACL for all)."""
+    found = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(("staff",), "--groups"))
+    plan = build_plan(
+        found,
+        [],
+        pipeline_fingerprint="test",
+        max_file_bytes=10**9,
+        delete_missing=False,
+        filters=Filters(),
+        shard=Shard(),
+    )
+    return sorted(plan.add, key=lambda p: p.source.rel)

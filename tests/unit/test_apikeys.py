@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from docquery.api.auth.apikeys import ApiKeyEntry, ApiKeyVerifier, hash_token, parse_key_file
 from docquery.api.auth import apikeys
+from docquery.api.auth.apikeys import ApiKeyEntry, ApiKeyVerifier, hash_token, parse_key_file
 from docquery.secrets import FileSecretSource, SecretUnavailableError
 
 TOKEN = "dq_live_8f14e45fceea167a5a36dedd4bea2543"
