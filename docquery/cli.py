@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 
 from rich.console import Console
 
-from docquery.config.report import register as register_config
+from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
 from docquery.core.domain import Answer, Principal
 from docquery.core.errors import ConfigError, DocQueryError, VectorIndexError

@@ -8,6 +8,12 @@ from pathlib import Path
 from docquery import chunking
 from docquery.core.domain import Chunk, DocumentRecord
 
+# Keys of a document record's ``extra``: written by prepare, read back by the next run's plan.
+EXTRA_PATH = "path"
+EXTRA_PIPELINE = "pipeline"
+EXTRA_ACL_ORIGIN = "acl_origin"
+EXTRA_FLAGS = "flags"
+
 # The loaders build sections; the chunker that ingest and the evaluation share defines them.
 Section = chunking.Section
 

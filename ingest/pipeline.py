@@ -24,8 +24,8 @@ from docquery.runtime.preflight import check_index_free, edge_collection
 from docquery.wiring import build_embedder, build_index
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Discovery, Filters, Shard, discover
-from ingest.model import PlannedDoc, UsageError
-from ingest.plan.compare import EXTRA_ACL_ORIGIN, Plan, build_plan, record_path, stale_acls
+from ingest.model import EXTRA_ACL_ORIGIN, PlannedDoc, UsageError
+from ingest.plan.compare import Plan, build_plan, record_path, stale_acls
 from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import Limits
 from ingest.report.progress import NullProgress, Progress

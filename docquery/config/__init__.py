@@ -1,1 +1,1 @@
-"""Settings: the one pydantic-settings model, the DOCQUERY_* variable check, and the rendered reference."""
+"""Settings: the one pydantic-settings model and the DOCQUERY_* variable check."""

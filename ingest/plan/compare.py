@@ -28,13 +28,8 @@ from pathlib import Path
 from docquery.core.domain import DocumentRecord
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Discovery, Filters, Shard
-from ingest.model import FileRejected, PlannedDoc, SourceFile
+from ingest.model import EXTRA_PATH, EXTRA_PIPELINE, FileRejected, PlannedDoc, SourceFile
 from ingest.prepare.loaders import SNIFF_BYTES, kind_for, precheck
-
-EXTRA_PATH = "path"
-EXTRA_PIPELINE = "pipeline"
-EXTRA_ACL_ORIGIN = "acl_origin"
-EXTRA_FLAGS = "flags"
 
 
 def doc_id_for(path: Path) -> str:

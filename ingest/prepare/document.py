@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections, embedding_text
 from docquery.core.collection import chunk_point_id
 from docquery.core.domain import Chunk, DocumentRecord
-from ingest.model import FileRejected, PlannedDoc, PreparedDoc
-from ingest.plan.compare import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, EXTRA_PIPELINE
+from ingest.model import (
+    EXTRA_ACL_ORIGIN,
+    EXTRA_FLAGS,
+    EXTRA_PATH,
+    EXTRA_PIPELINE,
+    FileRejected,
+    PlannedDoc,
+    PreparedDoc,
+)
 from ingest.prepare.loaders import Limits, loader_for, suffix_of
 from ingest.prepare.scan import scan_and_strip
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from docquery.core.domain import AclFilter
 from docquery.rag.prompting import citations_for
 from docquery.rag.sanitize import Sanitizer
-from ingest.plan.compare import EXTRA_PIPELINE
+from ingest.model import EXTRA_PIPELINE
 from ingest.prepare.loaders import Limits, load
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, make_pdf, write
 

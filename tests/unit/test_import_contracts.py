@@ -41,3 +41,9 @@ def test_one_way_imports_and_the_vendor_free_rag_are_contracts() -> None:
     assert (("docquery",), ("ingest",)) in forbidden
     [rag] = [f for s, f in forbidden if s == ("docquery.rag",)]
     assert {"qdrant_client", "qdrant_edge", "aiohttp", "httpx", "hvac", "torch", "sentence_transformers"} <= set(rag)
+
+
+def test_the_folders_of_both_packages_import_each_other_one_way() -> None:
+    [acyclic] = [c for c in _contracts().values() if c["type"] == "acyclic_siblings"]
+    assert set(acyclic["ancestors"]) == {"docquery", "ingest"}
+    assert "ignore_imports" not in acyclic

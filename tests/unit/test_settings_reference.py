@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from docquery.cli import main
-from docquery.config.report import reference_markdown
+from docquery.commands.config import reference_markdown
 from docquery.config.settings import setting_fields
 
 REPO = Path(__file__).resolve().parents[2]
