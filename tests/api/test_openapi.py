@@ -8,6 +8,7 @@ shows the models' hard ceilings (or the defaults) fails too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,10 @@ def test_chat_200_is_typed_and_the_body_matches(h: Harness, schema: dict[str, An
     r = h.client.post("/v1/chat/completions", json=body, headers=AUTH)
     assert r.status_code == 200
     ChatCompletion.model_validate(r.json())
+
+
+def test_no_page_loads_code_from_elsewhere(h: Harness, schema: dict[str, Any]) -> None:
+    # Air-gapped: no Swagger UI or ReDoc page (their bundles would come from a CDN); the schema is the reference.
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert h.client.get(path).status_code == 404
+    assert "cdn" not in json.dumps(schema).lower()
