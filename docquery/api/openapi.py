@@ -146,5 +146,5 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
 _DESCRIPTION = (
     "Question answering over access-controlled documents. Every `/v1` call needs "
     "`Authorization: Bearer <API key or OIDC token>`; what it returns is limited to the documents the "
-    "caller's groups may see. Every error body is `{\"error\": {\"type\", \"message\", \"request_id\"}}`."
+    'caller\'s groups may see. Every error body is `{"error": {"type", "message", "request_id"}}`.'
 )

@@ -233,9 +233,7 @@ class RagPipeline:
         uncited = self.generator.mode == "generative" and not cites.cited
         yield StreamEvent("done", {**done, "finish_reason": finish[0], "uncited": uncited})
 
-    async def _deltas(
-        self, prompt: Prompt, finish: list[FinishReason | None], meter: TokenMeter
-    ) -> AsyncIterator[str]:
+    async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None], meter: TokenMeter) -> AsyncIterator[str]:
         """The generator's text deltas; ``finish[0]`` is set to the reason it reports, if it does."""
         if self._reports_finish is None:
             async for delta in self.generator.stream(prompt):
