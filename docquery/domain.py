@@ -140,7 +140,10 @@ class Citation(BaseModel):
     source: str
     title: str
     chunk_index: int
-    score: float
+    score: float = Field(
+        description="How well the passage matched the question, by the retrieval mode's own scale (docs/api.md, "
+        "Citations): higher is better, comparable only between citations of the same answer"
+    )
     snippet: str = Field(
         description="The opening of the passage, an exact substring of the stored chunk that starts at "
         "char_start and ends at a word boundary; snippet_truncated says whether the passage goes on"
