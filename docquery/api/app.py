@@ -28,6 +28,7 @@ from docquery.api.fairshare import LlmShare
 from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLimiter
 from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
+from docquery.api.openapi import install_openapi
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
 from docquery.secrets import SecretSource, build_secret_source
@@ -93,6 +94,7 @@ def create_app(
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)
+    install_openapi(app, settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
     app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

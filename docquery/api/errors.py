@@ -76,12 +76,17 @@ class ApiError(Exception):
         *,
         type_: str | None = None,
         headers: Mapping[str, str] | None = None,
+        param: str | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message or _HTTP_MESSAGES.get(status, "error"))
         self.status = status
         self.message = message or _HTTP_MESSAGES.get(status, "error")
         self.type = type_ or _HTTP_TYPES.get(status, "error")
         self.headers = dict(headers or {})
+        # OpenAI's error shape adds these two; its SDKs read them (e.g. code "model_not_found").
+        self.param = param
+        self.code = code
 
 
 def request_id_of(scope_or_request: Request | Mapping[str, Any]) -> str:
@@ -90,8 +95,20 @@ def request_id_of(scope_or_request: Request | Mapping[str, Any]) -> str:
     return str(getattr(ctx, "request_id", "")) if ctx is not None else ""
 
 
-def envelope(status: int, message: str, request_id: str, *, type_: str | None = None) -> dict[str, Any]:
-    return {"error": {"type": type_ or _HTTP_TYPES.get(status, "error"), "message": message, "request_id": request_id}}
+def envelope(
+    status: int,
+    message: str,
+    request_id: str,
+    *,
+    type_: str | None = None,
+    param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    kind = type_ or _HTTP_TYPES.get(status, "error")
+    error: dict[str, Any] = {"type": kind, "message": message, "request_id": request_id}
+    if param is not None or code is not None:
+        error.update(param=param, code=code)
+    return {"error": error}
 
 
 def error_response(
@@ -101,9 +118,11 @@ def error_response(
     *,
     type_: str | None = None,
     headers: Mapping[str, str] | None = None,
+    param: str | None = None,
+    code: str | None = None,
 ) -> JSONResponse:
     rid = request_id_of(request)
-    body = envelope(status, message or _HTTP_MESSAGES.get(status, "error"), rid, type_=type_)
+    body = envelope(status, message or _HTTP_MESSAGES.get(status, "error"), rid, type_=type_, param=param, code=code)
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
@@ -178,7 +197,9 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     if err.status >= 500:
         # Type name only: the message of an unknown exception may carry content.
         log.error("request failed: %s -> %d", type(exc).__name__, err.status)
-    return error_response(request, err.status, err.message, type_=err.type, headers=err.headers)
+    return error_response(
+        request, err.status, err.message, type_=err.type, headers=err.headers, param=err.param, code=err.code
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

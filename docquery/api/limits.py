@@ -163,7 +163,8 @@ def check_question(text: str, settings: Settings, field: str = "question") -> st
     if not stripped:
         raise ApiError(422, f"invalid request: {field}: must not be blank")
     limit = settings.api.max_question_chars
-    if len(stripped) > limit:
+    # The length as sent, so the bound is exactly the schema's maxLength (docquery.api.openapi).
+    if len(text) > limit:
         raise ApiError(422, f"invalid request: {field}: longer than {limit} characters")
     return stripped
 
@@ -179,8 +180,9 @@ def check_history(turns: Sequence[HistoryTurn], settings: Settings) -> list[Turn
 
 
 def check_top_k(top_k: int | None, settings: Settings, default: int | None = None) -> int:
-    value = top_k if top_k is not None else (default or settings.retrieval.top_k)
     high = settings.retrieval.max_top_k
+    # A default above a lowered maximum is capped, not a 422 for a request that set nothing.
+    value = top_k if top_k is not None else min(default or settings.retrieval.top_k, high)
     if value < 1 or value > high:
         raise ApiError(422, f"invalid request: top_k: must be between 1 and {high}")
     return value

@@ -8,7 +8,7 @@ fields, as OpenAI clients send many.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,12 +76,31 @@ class ChatMessage(BaseModel):
         return "\n".join(p.text for p in self.content if p.type == "text" and p.text)
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(BaseModel):
+    """The OpenAI chat request. Sampling hints (temperature, max_tokens, ...) are ignored: the server
+    sets them for grounded answers. Fields that would change what comes back (more choices, tool calls,
+    a response format, log probabilities) are declared so the route can refuse them with a 422."""
+
     model_config = ConfigDict(extra="ignore")
 
     model: str | None = Field(default=None, max_length=256)
     messages: list[ChatMessage] = Field(min_length=1, max_length=256)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int | None = Field(default=None, description="Only 1 (the default) is served; anything else is a 422.")
+    tools: list[Any] | None = Field(default=None, description="Not served: a non-empty list is a 422.")
+    tool_choice: Any = Field(default=None, description='Not served: anything but "none" is a 422.')
+    functions: list[Any] | None = Field(default=None, description="Not served: a non-empty list is a 422.")
+    function_call: Any = Field(default=None, description='Not served: anything but "none" is a 422.')
+    response_format: Any = Field(default=None, description='Only {"type": "text"}; anything else is a 422.')
+    logprobs: bool | None = Field(default=None, description="Not served: true is a 422.")
+    top_logprobs: int | None = Field(default=None, description="Not served: any value is a 422.")
 
 
 class ModelCard(BaseModel):
@@ -102,12 +121,32 @@ class DocumentInfo(BaseModel):
     title: str
     chunk_count: int
     ingested_at: str
-    status: str
+    status: Literal["complete", "pending"] = Field(
+        description="Ingest state: complete (every chunk written and recorded) or pending (an ingest is "
+        "writing or replacing its chunks, or stopped before recording them; the next ingest finishes it)."
+    )
 
 
 class DocumentList(BaseModel):
     documents: list[DocumentInfo]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page.",
+    )
     request_id: str
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="Stable, machine-readable error kind, e.g. invalid_request, rate_limited.")
+    message: str = Field(description="One line for a person; never contains document text, questions or secrets.")
+    request_id: str = Field(description="The request's id, also in the X-Request-ID header and the audit log.")
+    param: str | None = Field(default=None, description="OpenAI facade only: the request field at fault.")
+    code: str | None = Field(default=None, description="OpenAI facade only: e.g. model_not_found.")
+
+
+class ErrorEnvelope(BaseModel):
+    """Every error body the API returns."""
+
+    error: ErrorDetail
 
 
 class DeleteResult(BaseModel):

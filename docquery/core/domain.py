@@ -103,6 +103,28 @@ class DocumentRecord:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class TokenMeter:
+    """Tokens one request spent in the language model, as the model's server reports them.
+
+    Filled in by the generator on each call (the follow-up rewrite and the answer); a
+    server that reports nothing leaves it at zero.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, report: object) -> None:
+        """Add an OpenAI ``usage`` object; anything malformed is ignored (it is upstream's text)."""
+        if not isinstance(report, dict):
+            return
+        prompt, completion = report.get("prompt_tokens"), report.get("completion_tokens")
+        if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+            self.prompt_tokens += prompt
+        if isinstance(completion, int) and not isinstance(completion, bool) and completion >= 0:
+            self.completion_tokens += completion
+
+
 @dataclass(frozen=True)
 class Prompt:
     """A built prompt: the chat messages plus the numbered sources (S1 = sources[0])."""
@@ -118,7 +140,10 @@ class Citation(BaseModel):
     source: str
     title: str
     chunk_index: int
-    score: float
+    score: float = Field(
+        description="How well the passage matched the question, by the retrieval mode's own scale (docs/api.md, "
+        "Citations): higher is better, comparable only between citations of the same answer"
+    )
     snippet: str = Field(
         description="The opening of the passage, an exact substring of the stored chunk that starts at "
         "char_start and ends at a word boundary; snippet_truncated says whether the passage goes on"

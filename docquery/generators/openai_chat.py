@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import aiohttp
 
-from docquery.core.domain import FINISH_REASONS, FinishReason, Prompt
+from docquery.core.domain import FINISH_REASONS, FinishReason, Prompt, TokenMeter
 from docquery.core.errors import GeneratorError, GeneratorOverloaded, GeneratorUnavailable
 from docquery.core.ports import KeyProvider
 from docquery.runtime.loop_session import LoopSession
@@ -91,13 +91,19 @@ class OpenAIChatGenerator:
         return {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
 
     def _body(self, prompt: Prompt, stream: bool) -> dict[str, Any]:
-        return {"model": self._model, "messages": list(prompt.messages), "stream": stream, **self._params}
+        body = {"model": self._model, "messages": list(prompt.messages), "stream": stream, **self._params}
+        if stream:  # the server's own token counts, as a last chunk (vLLM and OpenAI both honour it)
+            body["stream_options"] = {"include_usage": True}
+        return body
 
     async def complete(self, prompt: Prompt) -> str:
         return (await self.complete_finish(prompt))[0]
 
-    async def complete_finish(self, prompt: Prompt) -> tuple[str, FinishReason | None]:
-        """The completion and why the LLM stopped (``"length"``: truncated at max_tokens)."""
+    async def complete_finish(
+        self, prompt: Prompt, *, meter: TokenMeter | None = None
+    ) -> tuple[str, FinishReason | None]:
+        """The completion and why the LLM stopped (``"length"``: truncated at max_tokens);
+        the server's token counts go to ``meter``."""
         self._acquire()
         try:
             async with asyncio.timeout(self._total):
@@ -105,6 +111,8 @@ class OpenAIChatGenerator:
                 try:
                     data = json.loads(await _read_capped(resp, _MAX_COMPLETION_BYTES))
                     choice = data["choices"][0]
+                    if meter is not None:
+                        meter.add(data.get("usage"))
                     return str(choice["message"]["content"] or ""), _finish(choice.get("finish_reason"))
                 except aiohttp.ClientError:
                     raise GeneratorUnavailable("completion read") from None
@@ -122,12 +130,14 @@ class OpenAIChatGenerator:
             if delta:
                 yield delta
 
-    async def stream_finish(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]:
+    async def stream_finish(
+        self, prompt: Prompt, *, meter: TokenMeter | None = None
+    ) -> AsyncIterator[tuple[str, FinishReason | None]]:
         """Deltas as ``(text, None)``; the chunk that carries the finish reason as ``("", reason)``."""
         self._acquire()
         try:
             async with asyncio.timeout(self._total):
-                async for delta in self._stream_once(prompt):
+                async for delta in self._stream_once(prompt, meter):
                     yield delta
         except TimeoutError:
             raise GeneratorUnavailable("stream deadline") from None
@@ -156,7 +166,9 @@ class OpenAIChatGenerator:
             attempt += 1
             await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
 
-    async def _stream_once(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]:
+    async def _stream_once(
+        self, prompt: Prompt, meter: TokenMeter | None
+    ) -> AsyncIterator[tuple[str, FinishReason | None]]:
         resp = await self._send(prompt, stream=True)
         try:
             async for raw in resp.content:
@@ -175,6 +187,8 @@ class OpenAIChatGenerator:
                     raise GeneratorError("parse stream event") from None
                 if "error" in event:
                     raise GeneratorError("upstream stream error")
+                if meter is not None and event.get("usage"):
+                    meter.add(event["usage"])
                 for choice in event.get("choices") or []:
                     text = (choice.get("delta") or {}).get("content")
                     if text:

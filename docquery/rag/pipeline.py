@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt
+from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt, TokenMeter
 from docquery.core.ports import Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.conversation import (
     ConversationConfig,
@@ -49,6 +49,7 @@ class Trace:
     refused: bool = False
     rewritten: bool = False  # the conversation changed the question searched (the audit notes it, not the text)
     hits: list[Hit] = field(default_factory=list)
+    tokens: TokenMeter = field(default_factory=TokenMeter)
 
     @property
     def doc_ids(self) -> list[str]:
@@ -66,9 +67,13 @@ class ReportsFinish(Protocol):
     Others (the extractive fallback) are taken to have finished normally ("stop").
     """
 
-    async def complete_finish(self, prompt: Prompt) -> tuple[str, FinishReason | None]: ...
+    async def complete_finish(
+        self, prompt: Prompt, *, meter: TokenMeter | None = None
+    ) -> tuple[str, FinishReason | None]: ...
 
-    def stream_finish(self, prompt: Prompt) -> AsyncIterator[tuple[str, FinishReason | None]]: ...
+    def stream_finish(
+        self, prompt: Prompt, *, meter: TokenMeter | None = None
+    ) -> AsyncIterator[tuple[str, FinishReason | None]]: ...
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,12 @@ class RagPipeline:
         if cfg is None or not turns:
             return question
         if self.generator.mode == "generative":
-            reply = await self.generator.complete(condense_prompt(question, turns))
+            condense = condense_prompt(question, turns)
+            if self._reports_finish is not None:
+                meter = trace.tokens if trace is not None else None
+                reply = (await self._reports_finish.complete_finish(condense, meter=meter))[0]
+            else:
+                reply = await self.generator.complete(condense)
             out = rewritten_or_original(reply, question, cfg.max_question_chars)
         else:
             out = extractive_query(question, turns)
@@ -170,7 +180,7 @@ class RagPipeline:
         t0 = time.perf_counter()
         finish: FinishReason | None = "stop"
         if self._reports_finish is not None:
-            text, finish = await self._reports_finish.complete_finish(prompt)
+            text, finish = await self._reports_finish.complete_finish(prompt, meter=trace.tokens)
         else:
             text = await self.generator.complete(prompt)
         trace.llm_total_s = trace.llm_ttft_s = time.perf_counter() - t0
@@ -208,7 +218,7 @@ class RagPipeline:
         cites = _CitationFilter(len(hits))
         finish: list[FinishReason | None] = ["stop"]
         t0 = time.perf_counter()
-        async for delta in self._deltas(build_prompt(question, hits), finish):
+        async for delta in self._deltas(build_prompt(question, hits), finish, trace.tokens):
             if trace.llm_ttft_s is None:
                 trace.llm_ttft_s = time.perf_counter() - t0
             trace.deltas += 1
@@ -223,14 +233,14 @@ class RagPipeline:
         uncited = self.generator.mode == "generative" and not cites.cited
         yield StreamEvent("done", {**done, "finish_reason": finish[0], "uncited": uncited})
 
-    async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None]) -> AsyncIterator[str]:
+    async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None], meter: TokenMeter) -> AsyncIterator[str]:
         """The generator's text deltas; ``finish[0]`` is set to the reason it reports, if it does."""
         if self._reports_finish is None:
             async for delta in self.generator.stream(prompt):
                 yield delta
             return
         finish[0] = None
-        async for delta, reason in self._reports_finish.stream_finish(prompt):
+        async for delta, reason in self._reports_finish.stream_finish(prompt, meter=meter):
             if reason is not None:
                 finish[0] = reason
             if delta:

@@ -292,7 +292,7 @@ def test_history_and_the_new_answer_fields_are_in_the_openapi(ex: Harness) -> No
     spec = ex.client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
     history = schemas["QueryRequest"]["properties"]["history"]
-    assert history["maxItems"] == 64 and "description" in history
+    assert history["maxItems"] == ex.settings.conversation.max_history_turns and "description" in history
     assert set(schemas["HistoryTurn"]["properties"]) == {"role", "content"}
     assert {"section", "char_start", "char_end", "snippet_truncated"} <= set(schemas["Citation"]["properties"])
     assert "uncited" in schemas["Answer"]["properties"]

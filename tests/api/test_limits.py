@@ -109,7 +109,9 @@ def test_422_on_search_and_chat(h: Harness) -> None:
     r = h.client.post("/v1/chat/completions", json={"model": "m", "messages": []}, headers=AUTH)
     _envelope(r, 422, "invalid_request")
     r = h.client.post(
-        "/v1/chat/completions", json={"model": "m", "messages": [{"role": "system", "content": CANARY}]}, headers=AUTH
+        "/v1/chat/completions",
+        json={"model": "docquery", "messages": [{"role": "system", "content": CANARY}]},
+        headers=AUTH,
     )
     _envelope(r, 422, "invalid_request")
     assert CANARY not in r.text

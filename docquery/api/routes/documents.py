@@ -1,11 +1,19 @@
-"""``GET /v1/documents`` (what the caller may see) and ``DELETE /v1/documents/{doc_id}`` (admin)."""
+"""``GET /v1/documents`` (what the caller may see, paged) and ``DELETE /v1/documents/{doc_id}`` (admin).
+
+Paging is by keyset: documents come in ``doc_id`` order and the cursor is the
+last ``doc_id`` of a page, encoded. A page stays correct while ingest adds or
+removes documents (no offset drift), and a cursor names nothing the caller
+could not see on the page it came from.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 
 from docquery.api.deps import AdminCall, QueryCall
 from docquery.api.errors import ApiError
@@ -13,12 +21,40 @@ from docquery.api.schemas import DeleteResult, DocumentInfo, DocumentList
 
 router = APIRouter(prefix="/v1")
 
+DEFAULT_PAGE = 100
+MAX_PAGE = 500
+_MAX_CURSOR_CHARS = 1024  # a base64url doc_id of at most 512 characters of UTF-8, with room
+
+
+def encode_cursor(doc_id: str) -> str:
+    return base64.urlsafe_b64encode(doc_id.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, ValueError):
+        raise ApiError(422, "invalid request: cursor: not a next_cursor from this API") from None
+
 
 @router.get("/documents", response_model=DocumentList)
-async def list_documents(call: QueryCall) -> DocumentList:
+async def list_documents(
+    call: QueryCall,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Documents per page.")] = DEFAULT_PAGE,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=_MAX_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before."
+        ),
+    ] = None,
+) -> DocumentList:
     principal, c, ctx = call.principal, call.components, call.ctx
+    after = decode_cursor(cursor) if cursor is not None else None
     # The ACL filter goes into the index query itself, from the verified principal.
-    records = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
+    found = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
+    if after is not None:
+        found = [r for r in found if r.doc_id > after]
+    records, more = found[:limit], len(found) > limit
     ctx.doc_ids = [r.doc_id for r in records]
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would
@@ -33,11 +69,12 @@ async def list_documents(call: QueryCall) -> DocumentList:
             title=label(r.title),
             chunk_count=r.chunk_count,
             ingested_at=label(r.ingested_at),
-            status=label(r.status),
+            status=r.status,
         )
         for r in records
     ]
-    return DocumentList(documents=docs, request_id=ctx.request_id)
+    next_cursor = encode_cursor(records[-1].doc_id) if more else None
+    return DocumentList(documents=docs, next_cursor=next_cursor, request_id=ctx.request_id)
 
 
 @router.delete("/documents/{doc_id}", response_model=DeleteResult)

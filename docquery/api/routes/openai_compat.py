@@ -6,6 +6,12 @@ asked with the last user message. Earlier user and assistant turns only help
 decide what to search for (docquery.rag.conversation): they never reach the
 answer prompt's data fence, and system, developer and tool messages are ignored.
 Sources are appended to the content (for UIs) and given as ``citations``.
+
+What the facade cannot honour is refused, not ignored: another ``model``
+(404 ``model_not_found``), more than one choice, tools and functions, a
+response format, log probabilities (422, OpenAI's error shape with ``param``).
+A client that asked for JSON mode or a tool call and silently got prose would
+act on an answer it did not ask for.
 """
 
 from __future__ import annotations
@@ -13,18 +19,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Path
+from fastapi.responses import Response, StreamingResponse
 
 from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
+from docquery.api.openai_schemas import AssistantMessage, ChatCompletion, Choice, Usage
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, sse_data
-from docquery.core.domain import Citation
+from docquery.core.domain import Citation, FinishReason, TokenMeter
 from docquery.rag.conversation import Turn
 from docquery.rag.pipeline import StreamEvent
 
@@ -38,6 +45,62 @@ MODEL_ID = "docquery"
 async def models(call: QueryCall) -> ModelList:
     """The facade's one model. ``call`` is the authorisation (401, 403, 429); nothing else is needed."""
     return ModelList(data=[ModelCard(id=MODEL_ID)])
+
+
+@router.get("/models/{model_id}", response_model=ModelCard)
+async def retrieve_model(model_id: Annotated[str, Path(max_length=256)], call: QueryCall) -> ModelCard:
+    """``models.retrieve``: the one model, or 404 ``model_not_found``."""
+    _check_model(model_id)
+    return ModelCard(id=MODEL_ID)
+
+
+def _check_model(name: str | None) -> None:
+    # The name is the client's text: not echoed back.
+    if name is not None and name != MODEL_ID:
+        raise ApiError(
+            404,
+            f"model not found: this service serves one model, {MODEL_ID!r} (GET /v1/models)",
+            type_="invalid_request_error",
+            param="model",
+            code="model_not_found",
+        )
+
+
+def _unsupported(param: str, what: str) -> ApiError:
+    return ApiError(
+        422,
+        f"unsupported parameter: {param}: {what}",
+        type_="invalid_request_error",
+        param=param,
+        code="unsupported_parameter",
+    )
+
+
+def _check_supported(body: ChatCompletionRequest) -> None:
+    """Refuse what the facade would otherwise silently not do."""
+    if body.n is not None and body.n != 1:
+        raise _unsupported("n", "only one choice (n=1) is served")
+    for name, value in (("tools", body.tools), ("functions", body.functions)):
+        if value:
+            raise _unsupported(name, "tool and function calls are not served")
+    for name, choice in (("tool_choice", body.tool_choice), ("function_call", body.function_call)):
+        if choice is not None and choice != "none":
+            raise _unsupported(name, 'tool and function calls are not served (only "none")')
+    fmt = body.response_format
+    if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text" and len(fmt) == 1):
+        raise _unsupported("response_format", 'answers are text: only {"type": "text"}')
+    if body.logprobs:
+        raise _unsupported("logprobs", "log probabilities are not served")
+    if body.top_logprobs is not None:
+        raise _unsupported("top_logprobs", "log probabilities are not served")
+
+
+def usage_of(meter: TokenMeter) -> Usage:
+    return Usage(
+        prompt_tokens=meter.prompt_tokens,
+        completion_tokens=meter.completion_tokens,
+        total_tokens=meter.prompt_tokens + meter.completion_tokens,
+    )
 
 
 def _question(body: ChatCompletionRequest) -> tuple[str, list[Turn]]:
@@ -58,9 +121,20 @@ def sources_footer(citations: list[Citation]) -> str:
     return "\n\nSources:\n" + "\n".join(lines)
 
 
-@router.post("/chat/completions", responses={200: {"content": {"text/event-stream": {}}}})
-async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
+_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A chat.completion object, or with stream=true an event stream of chat.completion.chunk "
+        "objects (``data:`` lines, then ``data: [DONE]``)",
+        "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}},
+    }
+}
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, responses=_STREAM_DOC)
+async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Response:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
+    _check_model(body.model)
+    _check_supported(body)
     asked, history = _question(body)
     question = check_question(asked, settings, field="messages")
     top_k = check_top_k(None, settings)
@@ -72,31 +146,30 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Any:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         content = answer.answer + sources_footer(answer.citations)
-        return JSONResponse(
-            {
-                "id": cid,
-                "object": "chat.completion",
-                "created": created,
-                "model": MODEL_ID,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        # "length": the LLM stopped at its token limit and the answer is truncated.
-                        "finish_reason": answer.finish_reason or "stop",
-                    }
-                ],
-                "citations": [x.model_dump() for x in answer.citations],
-                "mode": answer.mode,
-                "request_id": ctx.request_id,
-            }
+        completion = ChatCompletion(
+            id=cid,
+            created=created,
+            model=MODEL_ID,
+            # "length": the LLM stopped at its token limit and the answer is truncated.
+            choices=[Choice(message=AssistantMessage(content=content), finish_reason=_finish(answer.finish_reason))],
+            usage=usage_of(trace.tokens),
+            citations=answer.citations,
+            mode=answer.mode,
+            request_id=ctx.request_id,
         )
+        return Response(content=completion.model_dump_json(), media_type="application/json")
     slot = call.llm_slot()
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
-    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot)
+    usage = body.stream_options is not None and body.stream_options.include_usage
+    meter = trace.tokens if usage else None
+    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot, meter=meter)
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+def _finish(reason: FinishReason | None) -> FinishReason:
+    return reason or "stop"
 
 
 def _chunk(cid: str, created: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -118,6 +191,7 @@ async def _chunks(
     cid: str,
     created: int,
     slot: LlmSlot,
+    meter: TokenMeter | None,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
 
@@ -131,7 +205,11 @@ async def _chunks(
         if ev.event == "done":
             footer = sources_footer(citations)
             tail = sse_data(_chunk(cid, created, {"content": footer})) if footer else b""
-            return tail + sse_data(_chunk(cid, created, {}, ev.data.get("finish_reason") or "stop"))
+            finish = _finish(ev.data.get("finish_reason"))
+            tail += sse_data(_chunk(cid, created, {}, finish))
+            if meter is not None:  # stream_options.include_usage: a last chunk with no choices, as OpenAI sends
+                tail += sse_data({**_chunk(cid, created, {}), "choices": [], "usage": usage_of(meter).model_dump()})
+            return tail
         return b""
 
     try:

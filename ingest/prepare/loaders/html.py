@@ -30,6 +30,8 @@ _BLOCK = frozenset(
     }
 )
 _SPACES = re.compile(r"[ \t\r\f\v]+")
+# A permalink inside a heading (Sphinx's "#" or "¶", MkDocs' anchors, GitHub's link icon): a glyph, not a word.
+_GLYPHS_ONLY = re.compile(r"^[\W_]*$")
 _BLANKS = re.compile(r"\n\s*\n+")
 
 
@@ -68,11 +70,11 @@ class _Builder:
             if name in NON_TEXT_TAGS:
                 continue
             hidden, inner = self.styles.visibility(child, ctx)
-            if hidden:
-                self.hidden_chars += _visible_len(child.get_text())
+            if hidden or _is_permalink(child, name, out):
+                self.hidden_chars += _visible_len(child.get_text()) if hidden else 0
                 continue
             if name in _HEADINGS:
-                heading: list[str] = []
+                heading = _HeadingText()
                 self.walk(child, inner, heading)  # only what a reader sees of the heading
                 self.flush()
                 level = _HEADINGS[name]
@@ -86,6 +88,18 @@ class _Builder:
             self.walk(child, inner, out)
             if block:
                 out.append("\n")
+
+
+def _is_permalink(tag: Tag, name: str, out: list[str]) -> bool:
+    """A self-link made only of glyphs (``<a href="#id">#</a>``), walked as part of a heading."""
+    if name != "a" or not isinstance(out, _HeadingText):
+        return False
+    href = tag.get("href")
+    return isinstance(href, str) and href.startswith("#") and bool(_GLYPHS_ONLY.match(tag.get_text()))
+
+
+class _HeadingText(list[str]):
+    """The text of a heading being walked (permalink glyphs are dropped from it)."""
 
 
 def _visible_len(text: str) -> int:

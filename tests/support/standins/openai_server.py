@@ -202,9 +202,11 @@ def build_app(config: StandInConfig, stats: Stats) -> Starlette:
                 }
             )
         stats.stream_calls += 1
-        return StreamingResponse(_stream(cid, created, chunks), media_type="text/event-stream")
+        options = body.get("stream_options") or {}
+        usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
+        return StreamingResponse(_stream(cid, created, chunks, usage), media_type="text/event-stream")
 
-    async def _stream(cid: str, created: int, chunks: list[str]) -> AsyncIterator[bytes]:
+    async def _stream(cid: str, created: int, chunks: list[str], include_usage: bool) -> AsyncIterator[bytes]:
         def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
             payload = {
                 "id": cid,
@@ -225,6 +227,11 @@ def build_app(config: StandInConfig, stats: Stats) -> Starlette:
                     await asyncio.sleep(config.token_delay_s)
                 yield event({"content": text})
             yield event({}, config.finish_reason)
+            if include_usage:  # as OpenAI and vLLM do: a last chunk with no choices
+                n = len(chunks)
+                tail = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": config.model,
+                        "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}}
+                yield f"data: {json.dumps(tail)}\n\n".encode()
             yield b"data: [DONE]\n\n"
         finally:
             stats.in_flight -= 1
