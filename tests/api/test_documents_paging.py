@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness
 
 ENG = bearer("tok-alice-eng")
 HR = bearer("tok-bob-hr")

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from docquery.api.openai_schemas import ChatCompletion, ChatCompletionChunk
-from tests.api.conftest import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")

@@ -17,7 +17,7 @@ import pytest
 
 from docquery.api.openai_schemas import ChatCompletion
 from docquery.api.schemas import ErrorEnvelope
-from tests.api.conftest import Harness, JwtIssuer, bearer, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness
 
 AUTH = bearer("tok-root-admin")
 BOUNDS = {
