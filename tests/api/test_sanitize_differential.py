@@ -362,3 +362,15 @@ def test_markers_next_to_markup_go_through_the_parser(text: str) -> None:
     assert not inert(text)
     for allow in ((), ALLOW):
         check(Sanitizer(allow)(text), allow)
+
+
+_SPACES = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "\x00", "\x7f"]
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(text=st.lists(st.one_of(st.text(max_size=8), _SPACES), max_size=30).map("".join))
+def test_label_skips_the_space_rewrite_only_where_it_changes_nothing(text: str) -> None:
+    flat = " ".join(re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", text).split())
+    assert Sanitizer().label(text) == Sanitizer().render(flat)
