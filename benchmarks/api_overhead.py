@@ -340,6 +340,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--max-seconds", type=float, default=20.0, help="time bound per concurrency level")
     ap.add_argument("--ttft-samples", type=int, default=100)
     ap.add_argument("--quick", action="store_true", help="small smoke run; does not write docs")
+    ap.add_argument(
+        "--levels", nargs="+", default=None, help='only these rows of the plan, e.g. "32" (before/after runs)'
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = ap.parse_args()
     if args.quick:
@@ -411,6 +414,8 @@ def measure(args: argparse.Namespace, delay: float, rng: random.Random) -> Run:
         # first requests evenly over one LLM delay; "32, all at once" keeps the lockstep start.
         plan: list[tuple[int | str, int, float]] = [(1, 1, 0.0), (8, 8, delay), (32, 32, delay)]
         plan += [("32, all at once", 32, 0.0), (128, 128, delay)]
+        if args.levels:
+            plan = [row for row in plan if str(row[0]) in args.levels or row[0] == 32]
         for label, clients, ramp in plan:
             total = max(args.requests, clients * 4) if clients > 1 else min(args.requests, 200)
             cpu0 = cpu_seconds(service.pid)

@@ -83,8 +83,21 @@ class AuditLog:
             self._seq += 1
             # Logged inside the lock so the line order matches the chain order. ``extra``: the JSON
             # log format writes the record as an object (docquery/runtime/logs.py), not as an escaped string.
-            self._log.info(json.dumps(rec, separators=(",", ":"), ensure_ascii=True), extra={"audit": rec})
+            self._log.info(_JsonLine(rec), extra={"audit": rec})
         return rec
+
+
+class _JsonLine:
+    """The record as one JSON line, encoded only when a formatter asks for the message text
+    (the text format does; the JSON format writes ``audit`` itself)."""
+
+    __slots__ = ("rec",)
+
+    def __init__(self, rec: dict[str, Any]) -> None:
+        self.rec = rec
+
+    def __str__(self) -> str:
+        return json.dumps(self.rec, separators=(",", ":"), ensure_ascii=True)
 
 
 @dataclass

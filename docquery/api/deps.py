@@ -4,9 +4,7 @@ Components live on ``app.state`` (built in the lifespan, or passed in by
 tests); routes reach them only through :class:`Call`.
 
 One dependency per route, not a graph of small ones: the checks run in one
-visible order (credential 401, role 403, rate limit 429), and FastAPI resolves
-one dependency instead of eight (60 to 100 µs less app CPU per request,
-measured in-process).
+visible order (failed-auth limit 429, credential 401, role 403, rate limit 429).
 """
 
 from __future__ import annotations

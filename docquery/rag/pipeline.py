@@ -156,16 +156,12 @@ class RagPipeline:
     def citations(self, hits: list[Hit]) -> list[Citation]:
         """Citations for ``hits``; every string from the index is made safe (it came from a document)."""
         label = self.sanitizer.label
-        return [
-            c.model_copy(
-                update={
-                    "doc_id": label(c.doc_id),
-                    "source": label(c.source),
-                    "page": None if c.page is None else label(c.page),
-                }
-            )
-            for c in citations_for(hits, clean=label)
-        ]
+        citations = citations_for(hits, clean=label)
+        for c in citations:  # built just above and not shared: finished in place, not copied
+            c.doc_id = label(c.doc_id)
+            c.source = label(c.source)
+            c.page = None if c.page is None else label(c.page)
+        return citations
 
     async def answer(
         self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None

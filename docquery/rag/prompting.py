@@ -28,6 +28,7 @@ SYSTEM = (
 REFUSAL = "The documents available to you do not contain an answer to this question."
 # Three or more fence characters in a row, counting the forms NFKC folds into "<" and ">".
 _FENCE = re.compile("[<\uff1c\ufe64]{3,}|[>\uff1e\ufe65]{3,}")
+_FENCE_CHARS = "<\uff1c\ufe64>\uff1e\ufe65"
 SNIPPET_CHARS = 300
 
 
@@ -119,6 +120,9 @@ def exact_snippet(text: str, clean: Callable[[str], str]) -> str:
 def defuse(text: str) -> str:
     """``text`` with every run of fence characters broken up, so it can neither close a source
     block nor open one."""
+    # Without a fence character there is nothing to break up; six substring scans cost far less than the pattern.
+    if not any(ch in text for ch in _FENCE_CHARS):
+        return text
     return _FENCE.sub(lambda m: " ".join("«" if ch in "<\uff1c\ufe64" else "»" for ch in m.group(0)), text)
 
 

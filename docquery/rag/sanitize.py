@@ -39,9 +39,12 @@ LINK_REMOVED = "(link removed)"
 TEXT_REMOVED = "(text removed)"
 LABEL_CHARS = 1024
 
-# Without one of these the text has no link, image, HTML, entity, escape, bare URL or e-mail:
-# it is returned as it is (most deltas and citation fields).
-_TRIGGERS = re.compile(r"(?i)[\[\]<\\`&!@:]|www\.")
+# Without one of these (or "www.") the text has no link, image, HTML, entity, escape, bare URL or
+# e-mail: it is returned as it is (most deltas and citation fields). A class alone scans fast.
+_TRIGGERS = re.compile(r"[\[\]<\\`&!@:]")
+# A citation marker nothing after it can make a link: no "(" or "[" follows, and without ":" in the
+# text there is no definition to resolve it. The full path keeps these raw too (see _escape).
+_INERT_CITE = re.compile(r"\[S\d{1,4}\](?=[ \t\n.,;]|[^\x00-\x7f]|\Z)")
 # Bare URLs and e-mail addresses a GFM renderer links (plus slash-less schemes, which browsers
 # resolve). Starts are anchored at run beginnings and quantifiers are possessive: linear time.
 _BARE = re.compile(
@@ -79,15 +82,20 @@ class Sanitizer:
         become spaces, then the same rules as answers, so no block syntax and no markup. Longer
         than ``LABEL_CHARS`` it is cut first (a heading can be any length; parsing is not linear
         in pathological bracket runs)."""
-        flat = " ".join(_CONTROL.sub(" ", text).split())
+        # Printable text has no control character, and no whitespace but the ASCII space.
+        flat = text if text.isprintable() and _single_spaced(text) else " ".join(_CONTROL.sub(" ", text).split())
         if len(flat) > LABEL_CHARS:
             flat = flat[: LABEL_CHARS - 1] + "…"
         return self.render(flat)
 
     def render(self, text: str, *, at_line_start: bool = True) -> str:
         """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent."""
-        if not _TRIGGERS.search(text):
+        if inert(text):
             return text
+        return self.render_parsed(text, at_line_start=at_line_start)
+
+    def render_parsed(self, text: str, *, at_line_start: bool = True) -> str:
+        """``render`` without the ``inert`` shortcut: always through the parser."""
         core = text.strip()
         lead = text[: len(text) - len(text.lstrip())]
         trail = text[len(core) + len(lead) :]
@@ -100,6 +108,19 @@ class Sanitizer:
         if midline:
             out = out.replace(_MIDLINE, "", 1)
         return lead + out + trail
+
+
+def inert(text: str) -> bool:
+    """True when ``text`` can hold no link, image, HTML, entity, escape, bare URL or e-mail address:
+    no trigger character outside citation markers that stay raw, and no ``www.``."""
+    if "[" in text:
+        text = _INERT_CITE.sub("", text)
+    # lower() never breaks a "www." run, it can only add one (conservative).
+    return _TRIGGERS.search(text) is None and "www." not in text.lower()
+
+
+def _single_spaced(text: str) -> bool:
+    return "  " not in text and not text.startswith(" ") and not text.endswith(" ")
 
 
 def _backslashes_before(s: str, i: int) -> int:

@@ -49,18 +49,19 @@ def _frames(exc_info: Any) -> str:
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        audit = getattr(record, "audit", None)
+        is_audit = isinstance(audit, dict)
         out: dict[str, Any] = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            # An audit record's message is the record itself, written below as an object.
+            "message": "audit record" if is_audit else record.getMessage(),
         }
         rid = _request_id(record)
         if rid:
             out["request_id"] = rid
-        audit = getattr(record, "audit", None)
-        if isinstance(audit, dict):
-            out["message"] = "audit record"
+        if is_audit:
             out["audit"] = audit
         if record.exc_info and record.exc_info[0] is not None:
             out["exception"] = _frames(record.exc_info)

@@ -8,12 +8,14 @@ no image, no raw HTML and no link to a host off the allowlist.
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from docquery.rag.safe_url import resolved_host
-from docquery.rag.sanitize import Sanitizer
+from docquery.rag.sanitize import Sanitizer, inert
 from docquery.rag.sanitize_stream import StreamSanitizer
 from tests.support.markdown_oracle import renderings, violations
 
@@ -313,3 +315,62 @@ def test_a_whitespace_free_run_past_the_bound_is_dropped_whole() -> None:
 )
 def test_resolved_host_follows_whatwg(url: str, host: str | None) -> None:
     assert resolved_host(url) == host
+
+
+# -- the shortcut for text that cannot hold markup ---------------------------------------
+
+CITED = [
+    "[S1]", "[S2]", "[S12]", "[S1234]", "[S12345]", "policy", "leave", " ", "  ", ".", ",", ";", "\n", "\n\n",
+    "\t", "# ", "- ", "1. ", "> ", "    ", "*", "_", "**", "中", "é", "(", ")", "'", '"', "=", "-", "www", "W.", "S1",
+]  # fmt: skip
+cited_text = st.lists(st.sampled_from(CITED + FRAGMENTS), min_size=1, max_size=24).map("".join)
+_MARKER = re.compile(r"(?<!\\)\[S\d+\]")
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(text=cited_text, at_line_start=st.booleans())
+def test_text_passed_without_parsing_is_safe_and_the_parser_agrees(text: str, at_line_start: bool) -> None:
+    assume(inert(text))
+    sanitizer = Sanitizer()
+    out = sanitizer.render(text, at_line_start=at_line_start)
+    assert out == text
+    for allow in ((), ALLOW):
+        check(out, allow)  # what goes out unparsed renders with no link, image or HTML in either renderer
+    full = sanitizer.render_parsed(text, at_line_start=at_line_start)
+    check(full, ())
+    assert _MARKER.findall(full) == _MARKER.findall(text)  # the parser keeps the same markers raw
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see [S1](http://evil.example/x)",
+        "see [S1][r] more",
+        "[S1]\n\n[S1]: http://evil.example",
+        "see ![S1] now",
+        "see \\[S1] now",
+        "see [S12345] now",
+        "see `[S1]` now",
+        "see [S1]x now",
+        "see [[S1]] now",
+        "visit www.evil.example [S1].",
+        "mail a@evil.example [S1].",
+        "see [S1]<img src=x>",
+    ],
+)
+def test_markers_next_to_markup_go_through_the_parser(text: str) -> None:
+    assert not inert(text)
+    for allow in ((), ALLOW):
+        check(Sanitizer(allow)(text), allow)
+
+
+_SPACES = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "\x00", "\x7f"]
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(text=st.lists(st.one_of(st.text(max_size=8), _SPACES), max_size=30).map("".join))
+def test_label_skips_the_space_rewrite_only_where_it_changes_nothing(text: str) -> None:
+    flat = " ".join(re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", text).split())
+    assert Sanitizer().label(text) == Sanitizer().render(flat)
