@@ -120,12 +120,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
-class AnonPeak:
-    """Peak anonymous memory (RssAnon), sampled: RSS also counts the engine's mmap'd segment files,
-    page cache the kernel can reclaim; the anonymous part is what the process really holds."""
+class MemPeak:
+    """Peak resident (VmRSS) and anonymous (RssAnon) memory, sampled while it runs.
+
+    RSS also counts the engine's memory-mapped segment files, page cache the kernel can reclaim;
+    the anonymous part is what the process really holds."""
 
     def __init__(self, every_s: float = 0.25) -> None:
-        self.peak_mb = 0.0
+        self.rss_mb = 0.0
+        self.anon_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
@@ -134,12 +137,15 @@ class AnonPeak:
         while not self._stop.wait(every_s):
             for line in Path("/proc/self/status").read_text().splitlines():
                 if line.startswith("RssAnon:"):
-                    self.peak_mb = max(self.peak_mb, int(line.split()[1]) / 1024)
+                    self.anon_mb = max(self.anon_mb, int(line.split()[1]) / 1024)
+                elif line.startswith("VmRSS:"):
+                    self.rss_mb = max(self.rss_mb, int(line.split()[1]) / 1024)
 
-    def stop(self) -> float:
+    def stop(self) -> tuple[float, float]:
+        """The peaks (RSS, anonymous) in MB."""
         self._stop.set()
         self._thread.join()
-        return self.peak_mb
+        return self.rss_mb, self.anon_mb
 
 
 def disk_mb(path: Path) -> float:
@@ -238,7 +244,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     text = TextMaker(rng)
     load_before = os.getloadavg()
-    anon = AnonPeak()
+    build_mem = MemPeak()
     tmp = Path(tempfile.mkdtemp(prefix="docquery-scale-"))
     client: Any = None
     name = f"docquery-scale-{uuid.uuid4().hex[:8]}"
@@ -275,8 +281,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             _wait_server_indexed(info, timeout_s=3600)
         optimize_s = time.monotonic() - t_opt
+        build_peak = build_mem.stop()
+        if client is None:
+            # `docquery ingest` and `docquery serve` are separate processes (a shard opens in one
+            # at a time): search a freshly opened shard, as the service does after an ingest.
+            index.close()
+            index = open_edge(shard, name="scale", model_id=args.model_id, dimension=DIM, fusion=fusion, tuning=tuning)
         build_s = time.monotonic() - t0
         _progress(f"searchable after {build_s:.0f}s (write {write_s:.0f}s, optimize {optimize_s:.0f}s)")
+        serve_mem = MemPeak()
         qv = unit_vectors(rng, args.warmup + args.queries)
         qt = text.texts(args.warmup + args.queries, 3, 9)
         queries = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
@@ -284,6 +297,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         found = asyncio.run(
             measure(index, queries, timed=args.queries, warmup=args.warmup, recall_n=args.recall_queries)
         )
+        serve_peak = serve_mem.stop()
         index.close()
         size = disk_mb(shard) if client is None else None
     finally:
@@ -300,7 +314,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "write_s": round(write_s, 1),
         "optimize_s": round(optimize_s, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "peak_anon_mb": round(anon.stop(), 1),
+        "peak_anon_mb": round(max(build_peak[1], serve_peak[1]), 1),
+        "build_peak_rss_mb": round(build_peak[0], 1),
+        "build_peak_anon_mb": round(build_peak[1], 1),
+        "serve_peak_rss_mb": round(serve_peak[0], 1),
+        "serve_peak_anon_mb": round(serve_peak[1], 1),
         "rss_after_build_mb": round(rss_built, 1),
         "disk_mb": None if size is None else round(size, 1),
         "callers": found["callers"],

@@ -9,16 +9,16 @@ from qdrant_edge import Bm25, SparseVector
 from docquery.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.domain import AclFilter, Hit
 from docquery.errors import VectorIndexError
-from docquery.index.engine import Engine, Found, Nearest, RankFusion, Search, Sparse, Where
+from docquery.index.engine import Engine, Found, Nearest, RankFusion, Search, SparseLike, Where
 from docquery.index.filters import acl_chunks
 from docquery.index.fusion import FusionParams, cosine_scores, fuse_convex
 from docquery.index.payload import chunk_from_payload, sort_hits_key
 from docquery.ports import SearchMode, TextCipher
 
 
-def sparse_of(bm25_vector: SparseVector) -> Sparse:
-    """A BM25 vector as the seam's type (same indices, same weights)."""
-    return Sparse(indices=bm25_vector.indices, values=bm25_vector.values)
+def sparse_of(bm25_vector: SparseVector) -> SparseLike:
+    """A BM25 vector as the seam's type, not copied: ``SparseVector`` already has read-only indices and values."""
+    return bm25_vector
 
 
 class HybridSearch:
