@@ -19,6 +19,10 @@ KEYS = {
     "write_chunks_per_s",
     "build_s",
     "peak_rss_mb",
+    "peak_anon_mb",
+    "build_peak_rss_mb",
+    "serve_peak_rss_mb",
+    "serve_peak_anon_mb",
     "disk_mb",
 }
 
