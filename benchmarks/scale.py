@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
+import gc
 import json
 import os
 import platform
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -120,26 +123,51 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
-class AnonPeak:
-    """Peak anonymous memory (RssAnon), sampled: RSS also counts the engine's mmap'd segment files,
-    page cache the kernel can reclaim; the anonymous part is what the process really holds."""
+_WATCH = """
+import select, sys
+pid, every = sys.argv[1], float(sys.argv[2])
+peak = {"VmRSS:": 0, "RssAnon:": 0}
+while not select.select([sys.stdin], [], [], every)[0]:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key = line.split(maxsplit=1)[0]
+            if key in peak:
+                peak[key] = max(peak[key], int(line.split()[1]))
+print(peak["VmRSS:"] / 1024, peak["RssAnon:"] / 1024)
+"""
+
+
+class MemPeak:
+    """Peak resident (VmRSS) and anonymous (RssAnon) memory of this process, sampled while it runs.
+
+    RSS also counts the engine's memory-mapped segment files, page cache the kernel can reclaim;
+    the anonymous part is what the process really holds. The sampler is a child process: the
+    engine holds the GIL through optimize(), so a thread here would not run until it returns.
+    """
 
     def __init__(self, every_s: float = 0.25) -> None:
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
-        self._thread.start()
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", _WATCH, str(os.getpid()), str(every_s)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
-    def _run(self, every_s: float) -> None:
-        while not self._stop.wait(every_s):
-            for line in Path("/proc/self/status").read_text().splitlines():
-                if line.startswith("RssAnon:"):
-                    self.peak_mb = max(self.peak_mb, int(line.split()[1]) / 1024)
+    def stop(self) -> tuple[float, float]:
+        """The peaks (RSS, anonymous) in MB."""
+        out, _ = self._child.communicate("")
+        rss, anon = (float(x) for x in out.split())
+        return rss, anon
 
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return self.peak_mb
+
+def reopen(index: QdrantIndex, open_again: Callable[[], QdrantIndex]) -> QdrantIndex:
+    """Close the index, hand the heap the build freed back to the OS (glibc keeps it otherwise, and
+    the search phase's anonymous memory would count it), and open the shard again."""
+    index.close()
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: the figure stays an upper bound
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return open_again()
 
 
 def disk_mb(path: Path) -> float:
@@ -168,15 +196,18 @@ Query = tuple[list[float], str]
 
 async def _latency(
     index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query], warmup: int
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
+    """Sorted wall-clock and CPU milliseconds per query. CPU time (all of this process's threads)
+    is what a query costs on an idle core; wall time on a busy machine adds the wait for one."""
     for dense, q in queries[:warmup]:
         await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
-    times = []
+    wall, cpu = [], []
     for dense, q in queries[warmup:]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
-        times.append((time.perf_counter() - t0) * 1000)
-    return sorted(times)
+        cpu.append((time.process_time() - c0) * 1000)
+        wall.append((time.perf_counter() - t0) * 1000)
+    return sorted(wall), sorted(cpu)
 
 
 async def _recall(index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query]) -> float:
@@ -198,9 +229,11 @@ async def measure(
         acl = AclFilter.for_groups(set(groups))
         row: dict[str, float] = {}
         for mode in ("hybrid", "dense"):
-            times = await _latency(index, mode, acl, queries[: warmup + timed], warmup)
+            times, cpu = await _latency(index, mode, acl, queries[: warmup + timed], warmup)
             row[f"{mode}_p50_ms"] = round(percentile(times, 50), 3)
             row[f"{mode}_p99_ms"] = round(percentile(times, 99), 3)
+            row[f"{mode}_cpu_p50_ms"] = round(percentile(cpu, 50), 3)
+            row[f"{mode}_cpu_p99_ms"] = round(percentile(cpu, 99), 3)
             _progress(f"{caller} {mode}: p50 {row[f'{mode}_p50_ms']:.2f} ms, p99 {row[f'{mode}_p99_ms']:.2f} ms")
         reference = queries[-recall_n:]
         row["hybrid_recall_at_10"] = round(await _recall(index, "hybrid", acl, reference), 4)
@@ -214,6 +247,8 @@ async def measure(
         "hybrid_acl_p99_ms": max(r["hybrid_p99_ms"] for r in rows),
         "dense_acl_p50_ms": max(r["dense_p50_ms"] for r in rows),
         "dense_acl_p99_ms": max(r["dense_p99_ms"] for r in rows),
+        "hybrid_acl_cpu_p50_ms": max(r["hybrid_cpu_p50_ms"] for r in rows),
+        "hybrid_acl_cpu_p99_ms": max(r["hybrid_cpu_p99_ms"] for r in rows),
         "recall_at_10": min(r["hybrid_recall_at_10"] for r in rows),
         "dense_recall_at_10": min(r["dense_recall_at_10"] for r in rows),
         "callers": callers,
@@ -238,7 +273,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     text = TextMaker(rng)
     load_before = os.getloadavg()
-    anon = AnonPeak()
+    build_mem = MemPeak()
+    opts: dict[str, Any] = {"dimension": DIM, "fusion": fusion, "tuning": tuning}
     tmp = Path(tempfile.mkdtemp(prefix="docquery-scale-"))
     client: Any = None
     name = f"docquery-scale-{uuid.uuid4().hex[:8]}"
@@ -261,7 +297,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 api_key=(lambda: SecretStr(key)) if key else None,
             )
         else:
-            index = open_edge(shard, name="scale", model_id=args.model_id, dimension=DIM, fusion=fusion, tuning=tuning)
+            index = open_edge(shard, name="scale", model_id=args.model_id, **opts)
         t0 = time.monotonic()
         write_s = build(index, args.chunks, rng, text)
         t_opt = time.monotonic()
@@ -275,8 +311,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             _wait_server_indexed(info, timeout_s=3600)
         optimize_s = time.monotonic() - t_opt
+        build_peak = build_mem.stop()
+        if client is None:
+            # `docquery ingest` and `docquery serve` are separate processes (a shard opens in one
+            # at a time): search a freshly opened shard, as the service does after an ingest.
+            index = reopen(index, lambda: open_edge(shard, name="scale", model_id=args.model_id, **opts))
         build_s = time.monotonic() - t0
         _progress(f"searchable after {build_s:.0f}s (write {write_s:.0f}s, optimize {optimize_s:.0f}s)")
+        serve_mem = MemPeak()
         qv = unit_vectors(rng, args.warmup + args.queries)
         qt = text.texts(args.warmup + args.queries, 3, 9)
         queries = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
@@ -284,6 +326,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         found = asyncio.run(
             measure(index, queries, timed=args.queries, warmup=args.warmup, recall_n=args.recall_queries)
         )
+        serve_peak = serve_mem.stop()
         index.close()
         size = disk_mb(shard) if client is None else None
     finally:
@@ -300,7 +343,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "write_s": round(write_s, 1),
         "optimize_s": round(optimize_s, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "peak_anon_mb": round(anon.stop(), 1),
+        "peak_anon_mb": round(max(build_peak[1], serve_peak[1]), 1),
+        "build_peak_rss_mb": round(build_peak[0], 1),
+        "build_peak_anon_mb": round(build_peak[1], 1),
+        "serve_peak_rss_mb": round(serve_peak[0], 1),
+        "serve_peak_anon_mb": round(serve_peak[1], 1),
         "rss_after_build_mb": round(rss_built, 1),
         "disk_mb": None if size is None else round(size, 1),
         "callers": found["callers"],

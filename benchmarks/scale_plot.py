@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/scale_plot.py results.jsonl --out docs/img/scale
 
-Each input line is the last line of one ``benchmarks/scale.py --json`` run; writes one PNG per
-figure, named ``<out>-latency.png``, ``-recall.png``, ``-memory.png`` and ``-build.png``.
+Each input line is the last line of one ``benchmarks/scale.py --json`` run (the newest of each N
+is drawn); writes one PNG per figure, named ``<out>-latency.png``, ``-recall.png``, ``-memory.png`` and ``-build.png``.
 """
 
 from __future__ import annotations
@@ -32,13 +32,28 @@ FIGURES: dict[str, tuple[str, list[tuple[str, str]]]] = {
         "recall@10 vs exact search, same ACL filter",
         [("recall_at_10", "hybrid"), ("dense_recall_at_10", "dense")],
     ),
-    "memory": ("MB", [("peak_rss_mb", "peak RSS"), ("peak_anon_mb", "peak anonymous"), ("disk_mb", "on disk")]),
+    "memory": (
+        "MB",
+        [
+            ("peak_rss_mb", "peak RSS (build + search)"),
+            ("peak_anon_mb", "peak anonymous"),
+            ("serve_peak_rss_mb", "RSS while searching a reopened shard"),
+            ("serve_peak_anon_mb", "anonymous while searching"),
+            ("disk_mb", "on disk"),
+        ],
+    ),
     "build": ("seconds", [("build_s", "until searchable"), ("write_s", "write path"), ("optimize_s", "optimize()")]),
 }
 
 
+def latest_per_size(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last run of each N (every run stays in the file; the curve shows the newest)."""
+    by_n = {int(r["chunks"]): r for r in sorted(rows, key=lambda r: str(r.get("date", "")))}
+    return [by_n[n] for n in sorted(by_n)]
+
+
 def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    rows = sorted(rows, key=lambda r: int(r["chunks"]))
+    rows = latest_per_size(rows)
     n = [int(r["chunks"]) for r in rows]
     written = []
     for name, (ylabel, series) in FIGURES.items():

@@ -71,8 +71,10 @@ def _filter(where: e.Where) -> Filter:
     return Filter(must=must, must_not=except_ids)
 
 
-def _vector(v: list[float] | e.Sparse) -> Any:
-    return SparseVector(v.indices, v.values) if isinstance(v, e.Sparse) else v
+def _vector(v: list[float] | e.SparseLike) -> Any:
+    if isinstance(v, list | SparseVector):
+        return v  # BM25's own sparse vector goes in as it is: reading it out and back costs a copy each way
+    return SparseVector(list(v.indices), list(v.values))
 
 
 def _nearest(n: e.Nearest) -> Query:
@@ -88,15 +90,19 @@ def _fusion(f: e.RankFusion) -> Fusion:
 
 
 def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
-    """A new shard's config: HNSW, int8 quantization kept in RAM (originals stay on mmap), optimizer bounds."""
+    """A new shard's config: HNSW, int8 quantized vectors in RAM, originals and payload on disk, optimizer bounds."""
     quantization = (
         ScalarQuantizationConfig(type=ScalarType.Int8, quantile=tuning.quantile, memory=Memory.Pinned)
         if tuning.quantized
         else None
     )
+    originals = Memory.Cold if tuning.originals_on_disk else Memory.Cached
     return EdgeConfig(
-        vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine)},
-        sparse_vectors={SPARSE_VECTOR: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+        vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine, memory=originals)},
+        # The BM25 inverted index stays in RAM: every hybrid query walks its posting lists.
+        sparse_vectors={SPARSE_VECTOR: EdgeSparseVectorParams(modifier=Modifier.Idf, memory=Memory.Pinned)},
+        # Payloads (chunk text) are read only for the hits returned, so they stay on disk.
+        payload_memory=Memory.Cold,
         hnsw_config=HnswIndexConfig(
             m=tuning.hnsw_m, ef_construct=tuning.hnsw_ef_construct, full_scan_threshold=tuning.full_scan_threshold_kb
         ),

@@ -30,6 +30,16 @@ class Where:
     except_ids: tuple[str, ...] = ()
 
 
+class SparseLike(Protocol):
+    """A sparse vector, read-only: ``Sparse`` or BM25's own ``qdrant_edge.SparseVector``, passed as it is."""
+
+    @property
+    def indices(self) -> Sequence[int]: ...
+
+    @property
+    def values(self) -> Sequence[float]: ...
+
+
 @dataclass(frozen=True)
 class Sparse:
     indices: list[int]
@@ -41,7 +51,7 @@ class Nearest:
     """Nearest neighbours of ``vector`` in the named vector ``using``."""
 
     using: str
-    vector: list[float] | Sparse
+    vector: list[float] | SparseLike
 
 
 @dataclass(frozen=True)
@@ -87,11 +97,14 @@ class Point:
     id: str
     payload: Mapping[str, Any]
     dense: Sequence[float] | None = None
-    sparse: Sparse | None = None
+    sparse: SparseLike | None = None
 
-    def vectors(self, sparse_type: Callable[[Sparse], Any]) -> dict[str, Any]:
+    def vectors(self, sparse_type: Callable[[SparseLike], Any]) -> dict[str, Any]:
         """The named vectors, the sparse one converted to the engine's own type."""
-        out: dict[str, Any] = {} if self.dense is None else {DENSE_VECTOR: list(self.dense)}
+        if self.dense is None:
+            out: dict[str, Any] = {}
+        else:  # the engines take lists: copy only what is not one already
+            out = {DENSE_VECTOR: self.dense if isinstance(self.dense, list) else list(self.dense)}
         if self.sparse is not None:
             out[SPARSE_VECTOR] = sparse_type(self.sparse)
         return out

@@ -10,15 +10,15 @@ from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.core.domain import AclFilter, Hit
 from docquery.core.errors import VectorIndexError
 from docquery.core.ports import SearchMode, TextCipher
-from docquery.index.engine import Engine, Found, Nearest, RankFusion, Search, Sparse, Where
+from docquery.index.engine import Engine, Found, Nearest, RankFusion, Search, SparseLike, Where
 from docquery.index.filters import acl_chunks
 from docquery.index.fusion import FusionParams, cosine_scores, fuse_convex
 from docquery.index.payload import chunk_from_payload, sort_hits_key
 
 
-def sparse_of(bm25_vector: SparseVector) -> Sparse:
-    """A BM25 vector as the seam's type (same indices, same weights)."""
-    return Sparse(indices=bm25_vector.indices, values=bm25_vector.values)
+def sparse_of(bm25_vector: SparseVector) -> SparseLike:
+    """A BM25 vector as the seam's type, not copied: ``SparseVector`` already has read-only indices and values."""
+    return bm25_vector
 
 
 class HybridSearch:

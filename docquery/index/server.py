@@ -70,8 +70,8 @@ def _filter(where: e.Where) -> models.Filter:
     return models.Filter(must=must, must_not=except_ids)
 
 
-def _vector(v: list[float] | e.Sparse) -> list[float] | models.SparseVector:
-    return models.SparseVector(indices=v.indices, values=v.values) if isinstance(v, e.Sparse) else v
+def _vector(v: list[float] | e.SparseLike) -> list[float] | models.SparseVector:
+    return v if isinstance(v, list) else models.SparseVector(indices=list(v.indices), values=list(v.values))
 
 
 def _fusion(f: e.RankFusion) -> models.RrfQuery | models.FusionQuery:
@@ -239,7 +239,11 @@ class ServerEngine:
         try:
             self._client.create_collection(
                 self.name,
-                vectors_config={DENSE_VECTOR: models.VectorParams(size=dimension, distance=models.Distance.COSINE)},
+                vectors_config={
+                    DENSE_VECTOR: models.VectorParams(
+                        size=dimension, distance=models.Distance.COSINE, on_disk=self._tuning.originals_on_disk
+                    )
+                },
                 # IDF is applied at query time, so the stored BM25 weights are Edge's and adding
                 # documents never requires re-weighting old ones.
                 sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)},

@@ -30,6 +30,9 @@ class IndexTuning:
     # a caller's ACL scope up to that size gets exact recall; past it, the graph with ACL links.
     full_scan_threshold_kb: int = 100_000
     quantization: QuantizationKind = "int8"
+    # Original float vectors stay in their segment files, read through the page cache (only the
+    # oversampled candidates are rescored on them); the int8 copies searched first stay in RAM.
+    originals_on_disk: bool = True
     quantile: float = 0.99
     # Candidates scored on int8 per result wanted, then rescored on the original vectors.
     oversampling: float = 2.0

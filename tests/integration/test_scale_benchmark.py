@@ -19,6 +19,10 @@ KEYS = {
     "write_chunks_per_s",
     "build_s",
     "peak_rss_mb",
+    "peak_anon_mb",
+    "build_peak_rss_mb",
+    "serve_peak_rss_mb",
+    "serve_peak_anon_mb",
     "disk_mb",
 }
 
@@ -37,3 +41,16 @@ def test_scale_json_line_has_the_figures(capsys: pytest.CaptureFixture[str], tmp
     assert result["recall_at_10"] >= 0.95  # 400 chunks: every search is an exact scan
     assert set(result["callers"]) == {"1 group", "3 groups"}
     assert (tmp_path / "data" / "collections" / "scale" / "edge_config.json").exists()
+
+
+def test_plot_draws_the_newest_run_of_each_size() -> None:
+    spec = importlib.util.spec_from_file_location("scale_plot_bench", SCRIPT.parent / "scale_plot.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = [
+        {"chunks": 200_000, "date": "2026-12-01T12:05:13+00:00", "run": "second"},
+        {"chunks": 10_000, "date": "2026-12-01T09:10:00+00:00", "run": "small"},
+        {"chunks": 200_000, "date": "2026-12-01T09:40:00+00:00", "run": "first"},
+    ]
+    assert [r["run"] for r in module.latest_per_size(rows)] == ["small", "second"]
