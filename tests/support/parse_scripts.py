@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from docquery.chunking import ChunkSpec, RegexTokenizer
+from docquery.chunking import ChunkSpec, RegexTokenizer, SentenceChunker
 from ingest.loaders import Limits
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.prepare import PrepareConfig, prepare
@@ -16,10 +16,13 @@ from ingest.prepare import PrepareConfig, prepare
 CANARY = "CANARY-7f3a parse error text"
 
 
+def real_chunker() -> SentenceChunker:
+    return SentenceChunker(RegexTokenizer(), ChunkSpec(200, 30))
+
+
 def real_config() -> PrepareConfig:
     return PrepareConfig(
         limits=Limits(max_file_bytes=1_000_000, max_expanded_bytes=10_000_000),
-        spec=ChunkSpec(200, 30),
         quarantine_flagged=True,
         pipeline_fingerprint="test",
         ingested_at="2026-11-30T00:00:00+00:00",
@@ -49,4 +52,4 @@ class Scripted:
             raise FileRejected("scripted rejection")
         elif stem == "whoami":
             raise FileRejected(f"parsed by pid {os.getpid()}")
-        return prepare(planned, RegexTokenizer(), self.cfg)
+        return prepare(planned, real_chunker(), self.cfg)
