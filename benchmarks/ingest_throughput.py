@@ -119,7 +119,7 @@ def write_corpus(root: Path, n: int) -> int:
 
 def docquery_chunks(root: Path, settings: Any, embedder: Any) -> list[str]:
     """The exact chunk texts DocQuery embeds for this corpus (same code path as the ingest)."""
-    from docquery.chunking import tokenizer_for
+    from docquery.chunking import SentenceChunker, tokenizer_for
     from ingest.discover.acl import AclResolver
     from ingest.discover.walk import Discovery, Filters, Shard, discover
     from ingest.pipeline import chunk_spec, pipeline_fingerprint
@@ -132,9 +132,9 @@ def docquery_chunks(root: Path, settings: Any, embedder: Any) -> list[str]:
     fp = pipeline_fingerprint(spec, settings.ingest.quarantine_flagged)
     plan = build_plan(found, [], pipeline_fingerprint=fp, max_file_bytes=10**9, delete_missing=False,
                       filters=Filters(), shard=Shard())  # fmt: skip
-    cfg = PrepareConfig(Limits(10**9, 10**9), spec, settings.ingest.quarantine_flagged, fp, "")
-    tok = tokenizer_for(embedder)
-    return [t for p in plan.add for t in prepare(p, tok, cfg).embed_texts]
+    cfg = PrepareConfig(Limits(10**9, 10**9), settings.ingest.quarantine_flagged, fp, "")
+    chunker = SentenceChunker(tokenizer_for(embedder), spec)
+    return [t for p in plan.add for t in prepare(p, chunker, cfg).embed_texts]
 
 
 def run_raw(embedder: Any, texts: list[str], batch: int | None) -> dict[str, float]:

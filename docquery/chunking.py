@@ -9,14 +9,20 @@ overlap leaves room). llama-index's ``SentenceSplitter`` cuts at paragraph and
 sentence boundaries and overlaps by whole sentences. Chunk text is an exact
 slice of the section text, and each chunk records its section and character
 offsets, so a citation can point at the passage it quotes.
+
+Chunking runs on ingest's caller thread while the embedder's workers want every core, so its
+CPU is ingest throughput: each text is tokenized once and every count is read from its offsets.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Protocol
 
 Span = tuple[int, int]
@@ -32,6 +38,11 @@ class Section:
 
 
 class Tokenizer(Protocol):
+    #: True when a slice of a text that starts and ends next to whitespace (or at the text's
+    #: ends) has exactly the text's own tokens inside it; token counts are then read from one
+    #: pass over the whole text instead of tokenizing every chunk again.
+    exact_at_spaces: bool
+
     def spans(self, texts: Sequence[str]) -> list[list[Span]]:
         """Character spans of each token of each text (no special tokens, no truncation)."""
         ...
@@ -39,6 +50,25 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int:
         """Tokens in ``text`` (no special tokens, no truncation): ``len(spans([text])[0])``."""
         ...
+
+
+# Pre-tokenizers that cut at every whitespace and never keep it in a token, and normalizers that
+# map each character on its own: with these, a slice cut next to whitespace tokenizes exactly as
+# the same stretch of the whole text. Any other tokenizer has each chunk counted on its own.
+_SPACE_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_PER_CHARACTER = frozenset({"BertNormalizer", "Lowercase", "StripAccents", "NFD", "NFC"})
+
+
+def _splits_at_spaces(config: dict[str, Any]) -> bool:
+    def kinds(part: dict[str, Any] | None) -> set[str]:
+        if part is None:
+            return set()
+        if part.get("type") != "Sequence":
+            return {str(part.get("type"))}
+        return {k for p in part.get("pretokenizers") or part.get("normalizers") or [] for k in kinds(p)}
+
+    pre, norm = kinds(config.get("pre_tokenizer")), kinds(config.get("normalizer"))
+    return bool(pre & _SPACE_SPLITTING) and pre <= _SPACE_SPLITTING and norm <= _PER_CHARACTER
 
 
 class HFTokenizer:
@@ -50,9 +80,11 @@ class HFTokenizer:
         backend = getattr(hf_tokenizer, "backend_tokenizer", hf_tokenizer)
         # A private copy: the bundled tokenizer.json pins truncation at 128, and the
         # embedder's own instance must not be reconfigured under it.
-        self._tok = RustTokenizer.from_str(backend.to_str())
+        config = backend.to_str()
+        self._tok = RustTokenizer.from_str(config)
         self._tok.no_truncation()
         self._tok.no_padding()
+        self.exact_at_spaces = _splits_at_spaces(json.loads(config))
 
     @classmethod
     def from_file(cls, path: str) -> HFTokenizer:
@@ -61,8 +93,10 @@ class HFTokenizer:
         return cls(RustTokenizer.from_file(path))
 
     def spans(self, texts: Sequence[str]) -> list[list[Span]]:
-        encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        return [enc.offsets for enc in encodings]  # already a fresh list of (int, int) per text
+        # One text at a time on the calling thread: ``encode_batch`` hands even one text to the
+        # library's thread pool, whose spinning threads take CPU from the embedder's workers.
+        encode = self._tok.encode
+        return [encode(t, add_special_tokens=False).offsets for t in texts]
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
@@ -73,6 +107,7 @@ class RegexTokenizer:
     (conservative: real WordPiece/BPE tokens are usually longer, so chunks stay inside the window)."""
 
     _PIECE = re.compile(r"\w{1,4}|[^\w\s]")
+    exact_at_spaces = True  # a piece never holds whitespace, and matching restarts after it
 
     def spans(self, texts: Sequence[str]) -> list[list[Span]]:
         return [[m.span() for m in self._PIECE.finditer(t)] for t in texts]
@@ -126,7 +161,7 @@ PARAGRAPH_SEPARATOR = "\n\n"
 
 def preload() -> None:
     """Import the splitter's libraries now (seconds), e.g. before a parse process reports ready."""
-    SentenceChunker(RegexTokenizer(), ChunkSpec())
+    SentenceChunker(RegexTokenizer(), ChunkSpec()).load()
 
 
 class SentenceChunker:
@@ -134,84 +169,142 @@ class SentenceChunker:
 
     Chunks start and end at sentence (or paragraph) boundaries and overlap by whole sentences;
     only a sentence longer than the window is cut inside (llama-index then splits at clause
-    marks, then words). Every chunk is checked with the real tokenizer and re-cut at token
-    windows if it still exceeds ``spec.size`` (split token counts need not add up exactly).
+    marks, then words). Every chunk's tokens are counted exactly and a chunk still over
+    ``spec.size`` is re-cut at token windows (split token counts need not add up exactly).
+
+    Build one per run: the splitter and Punkt are made on first use and reused. Each text is
+    tokenized once; chunk counts are read from its token offsets where the tokenizer allows it
+    (``Tokenizer.exact_at_spaces``). A text within the window is one chunk without llama-index.
+    One thread at a time: a split sets the counter the splitter reads. It pickles (the parse
+    process gets it) without its splitter, which the other side builds again.
     """
 
     def __init__(self, tokenizer: Tokenizer, spec: ChunkSpec) -> None:
-        # Imported here: llama-index costs about two seconds of import, and only chunking needs it.
-        from llama_index.core.callbacks import CallbackManager
-        from llama_index.core.node_parser import SentenceSplitter
-        from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer_internal
-        from nltk.tokenize.punkt import PunktSentenceTokenizer  # type: ignore[import-untyped]  # no stubs
-
-        # Punkt is built here, not through llama-index's globals helper, which would try to
-        # download NLTK data (network at run time) when NLTK_DATA points at an empty directory.
-        punkt = PunktSentenceTokenizer()
-        self._tokenizer = tokenizer
+        self.tokenizer = tokenizer
         self.spec = spec
+        self._splitter: Any = None
+        self._counts: _Counts | None = None
 
-        def splitter(count: Callable[[str], int]) -> Any:
-            return SentenceSplitter(
-                chunk_size=spec.size,
-                chunk_overlap=spec.overlap,
-                tokenizer=lambda text: range(count(text)),  # only its len() is used
+    def __getstate__(self) -> dict[str, object]:
+        return {"tokenizer": self.tokenizer, "spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["tokenizer"], state["spec"])  # type: ignore[misc]  # rebuild, splitter unbuilt
+
+    def load(self) -> Any:
+        """The llama-index splitter, built on first use."""
+        if self._splitter is None:
+            # Imported here: llama-index and NLTK cost seconds and memory, and only texts longer
+            # than the window need them.
+            from llama_index.core.callbacks import CallbackManager
+            from llama_index.core.node_parser import SentenceSplitter
+            from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer_internal
+            from nltk.tokenize.punkt import PunktSentenceTokenizer  # type: ignore[import-untyped]  # no stubs
+
+            # Punkt is built here, not through llama-index's globals helper, which would try to
+            # download NLTK data (network at run time) when NLTK_DATA points at an empty directory.
+            punkt = PunktSentenceTokenizer()
+            self._splitter = SentenceSplitter(
+                chunk_size=self.spec.size,
+                chunk_overlap=self.spec.overlap,
+                tokenizer=lambda text: range(self._count(text)),  # only its len() is used
                 paragraph_separator=PARAGRAPH_SEPARATOR,
                 chunking_tokenizer_fn=lambda text: split_by_sentence_tokenizer_internal(text, punkt),
                 callback_manager=CallbackManager([]),
                 include_metadata=False,
                 include_prev_next_rel=False,
             )
+        return self._splitter
 
-        self._splitter = splitter
+    def _count(self, piece: str) -> int:
+        if self._counts is None:
+            raise RuntimeError("the splitter counts tokens only inside SentenceChunker.split")
+        return self._counts.of_piece(piece)
 
     def split(self, text: str) -> list[Span]:
         """Character spans of the chunks of ``text``, in order."""
         if not text.strip():
             return []
-        spans = self._tokenizer.spans([text])[0]
+        counts = _Counts(text, self.tokenizer.spans([text])[0], self.tokenizer)
+        if counts.total <= self.spec.size:  # what the splitter returns for a text that fits
+            start = len(text) - len(text.lstrip())
+            return [(start, start + len(text.strip()))]
+        self._counts = counts
         try:
-            pieces = self._splitter(_SpanCounter(text, spans, self._tokenizer)).split_text(text)
+            pieces = self.load().split_text(text)
         except ValueError:  # "Single token exceeded chunk size": cannot happen for size >= 16; be safe
             pieces = []
+        finally:
+            self._counts = None
         located = _locate(text, pieces)
         if located is None:
-            return _token_windows(text, spans, self.spec)
-        # The window is checked by tokenizing each chunk as it will be embedded (one batch).
-        counts = [len(s) for s in self._tokenizer.spans([text[a:b] for a, b in located])]
+            return counts.windows(self.spec)
         out: list[Span] = []
-        for (a, b), n in zip(located, counts, strict=True):
-            if n <= self.spec.size:
+        for a, b in located:
+            if counts.exact(a, b) <= self.spec.size:
                 out.append((a, b))
                 continue
             part = text[a:b]
-            out.extend((a + x, a + y) for x, y in _token_windows(part, self._tokenizer.spans([part])[0], self.spec))
+            out.extend((a + x, a + y) for x, y in _token_windows(part, self.tokenizer.spans([part])[0], self.spec))
+        return out
+
+    def chunk(self, sections: Sequence[Section]) -> list[TextChunk]:
+        out: list[TextChunk] = []
+        for number, section in enumerate(sections):
+            for block_start, block_end in _blocks(section.text):
+                block = section.text[block_start:block_end]
+                for a, b in self.split(block):
+                    start, end = block_start + a, block_start + b
+                    out.append(TextChunk(section.text[start:end], section.page, section.flags, number, start, end))
         return out
 
 
-class _SpanCounter:
-    """Counts the tokens of a piece of ``text`` from the text's own token spans (one tokenizer pass).
+_start, _end = itemgetter(0), itemgetter(1)
 
-    llama-index asks for the whole text, then each split in order, depth first; a cursor finds
-    each piece. A piece not found is tokenized on its own. The counts only guide the splitter:
-    ``SentenceChunker.split`` checks every chunk with the tokenizer itself.
-    """
+
+def _is_space(ch: str) -> bool:
+    # The whitespace a BERT-style pre-tokenizer cuts at. Python's str.isspace() also takes
+    # control characters (\x1c to \x1f, \x85) that the normalizer deletes, joining the words
+    # around them, so a cut there is not clean.
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+class _Counts:
+    """Token counts of stretches of one text, from its token spans (one tokenizer pass)."""
 
     def __init__(self, text: str, spans: list[Span], tokenizer: Tokenizer) -> None:
         self._text = text
-        self._starts = [a for a, _ in spans]
-        self._ends = [b for _, b in spans]
+        self._spans = spans
         self._tokenizer = tokenizer
         self._cursor = 0
+        self.total = len(spans)
 
-    def __call__(self, piece: str) -> int:
+    def _between(self, start: int, end: int) -> int:
+        # Token ends rise with their starts, so both searches run on the one list of spans.
+        last = bisect.bisect_right(self._spans, end, key=_end)
+        return max(0, last - bisect.bisect_left(self._spans, start, key=_start))
+
+    def of_piece(self, piece: str) -> int:
+        """Guides llama-index: it asks for the whole text, then each split in order, depth first,
+        so a cursor finds each piece. A piece not found is tokenized on its own."""
         at = self._text.find(piece, self._cursor)
         if at < 0 or not piece:
             return self._tokenizer.count(piece)
         self._cursor = at
-        first = bisect.bisect_left(self._starts, at)
-        last = bisect.bisect_right(self._ends, at + len(piece))
-        return max(0, last - first)
+        return self._between(at, at + len(piece))
+
+    def _clean(self, pos: int) -> bool:
+        text = self._text
+        return pos in (0, len(text)) or _is_space(text[pos - 1]) or _is_space(text[pos])
+
+    def exact(self, start: int, end: int) -> int:
+        """The tokens of ``text[start:end]`` as it will be embedded on its own."""
+        if self._tokenizer.exact_at_spaces and self._clean(start) and self._clean(end):
+            return self._between(start, end)
+        return self._tokenizer.count(self._text[start:end])
+
+    def windows(self, spec: ChunkSpec) -> list[Span]:
+        return _token_windows(self._text, self._spans, spec)
 
 
 _SPACE = re.compile(r"\s*")
@@ -288,32 +381,41 @@ def _blocks(text: str) -> list[Span]:
 
 
 def chunk_sections(sections: Sequence[Section], tokenizer: Tokenizer, spec: ChunkSpec) -> list[TextChunk]:
-    chunker = SentenceChunker(tokenizer, spec)
-    out: list[TextChunk] = []
-    for number, section in enumerate(sections):
-        for block_start, block_end in _blocks(section.text):
-            block = section.text[block_start:block_end]
-            for a, b in chunker.split(block):
-                start, end = block_start + a, block_start + b
-                out.append(TextChunk(section.text[start:end], section.page, section.flags, number, start, end))
-    return out
+    """One-off chunking; code that chunks many documents keeps one ``SentenceChunker``."""
+    return SentenceChunker(tokenizer, spec).chunk(sections)
+
+
+@dataclass(frozen=True)
+class TitlePrefix:
+    """What goes in front of each chunk of one document when it is embedded: its title.
+
+    A passage cut from the middle of a document rarely names its subject; the title carries it.
+    Nothing is added to a chunk that already starts with the title (the first chunk of a text
+    file). The title is cut to the room the window leaves beside a full chunk, so chunk plus
+    prefix never exceed ``EMBED_WINDOW_TOKENS``. Worked out once per document; the stored chunk
+    text is unchanged (the sparse index gets the embedded text).
+    """
+
+    title: str  # whitespace folded
+    head: str  # the title as it is prefixed, "" for nothing
+
+    @classmethod
+    def of(cls, title: str, tokenizer: Tokenizer, spec: ChunkSpec) -> TitlePrefix:
+        folded = " ".join(title.split())
+        room = EMBED_WINDOW_TOKENS - spec.size
+        if not folded or room <= 0:
+            return cls(folded, "")
+        spans = tokenizer.spans([folded])[0]
+        if not spans:
+            return cls(folded, "")
+        return cls(folded, folded if len(spans) <= room else folded[: spans[room - 1][1]])
+
+    def apply(self, text: str) -> str:
+        if not self.head or text.startswith(self.title):
+            return text
+        return f"{self.head}\n\n{text}"
 
 
 def embedding_text(title: str, text: str, tokenizer: Tokenizer, spec: ChunkSpec) -> str:
-    """What is embedded for a chunk: its document's title, then the chunk text.
-
-    A passage cut from the middle of a document rarely names its subject; the title carries it.
-    Nothing is added when the chunk already starts with the title (the first chunk of a text
-    file). The title is cut to the room the window leaves beside a full chunk, so chunk plus
-    prefix never exceed ``EMBED_WINDOW_TOKENS``. The stored text and the sparse index are unchanged.
-    """
-    head = " ".join(title.split())
-    room = EMBED_WINDOW_TOKENS - spec.size
-    if not head or room <= 0 or text.startswith(head):
-        return text
-    spans = tokenizer.spans([head])[0]
-    if not spans:
-        return text
-    if len(spans) > room:
-        head = head[: spans[room - 1][1]]
-    return f"{head}\n\n{text}"
+    """What is embedded for one chunk (``TitlePrefix``); chunks of one document share one prefix."""
+    return TitlePrefix.of(title, tokenizer, spec).apply(text)

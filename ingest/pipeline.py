@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from docquery.chunking import ChunkSpec, tokenizer_for
+from docquery.chunking import ChunkSpec, SentenceChunker, tokenizer_for
 from docquery.config.settings import Settings
 from docquery.core.domain import DocumentRecord
 from docquery.core.errors import DocQueryError
@@ -244,7 +244,6 @@ def _index(
     cfg = settings.ingest
     prep_cfg = PrepareConfig(
         limits=Limits(max_file_bytes=cfg.max_file_bytes, max_expanded_bytes=cfg.max_expanded_bytes),
-        spec=spec,
         quarantine_flagged=cfg.quarantine_flagged,
         pipeline_fingerprint=fingerprint,
         ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -259,7 +258,7 @@ def _index(
     try:
         index_documents(
             docs,
-            prepare=partial(prepare, tokenizer=tokenizer_for(embedder), cfg=prep_cfg),
+            prepare=partial(prepare, chunker=SentenceChunker(tokenizer_for(embedder), spec), cfg=prep_cfg),
             embedder=embedder,
             index=index,
             cfg=stream_cfg,

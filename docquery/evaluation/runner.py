@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.chunking import ChunkSpec, Section, Tokenizer, chunk_sections, embedding_text, tokenizer_for
+from docquery.chunking import ChunkSpec, Section, SentenceChunker, TitlePrefix, Tokenizer, tokenizer_for
 from docquery.core.collection import chunk_point_id
 from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.core.ports import Embedder, SearchMode
@@ -78,19 +78,15 @@ def chunk_corpus(dataset: BeirDataset, tokenizer: Tokenizer, spec: ChunkSpec | N
     it at its window, which is how MTEB/BEIR publish their dense baselines.
     """
     out: list[EvalChunk] = []
+    chunker = None if spec is None else SentenceChunker(tokenizer, spec)
     for doc in dataset.corpus.values():
         text = f"{doc.title.strip()}\n\n{doc.text.strip()}" if doc.title.strip() else doc.text.strip()
-        pieces = [text] if spec is None else [c.text for c in chunk_sections([Section(text)], tokenizer, spec)]
-        out.extend(
-            EvalChunk(
-                doc.doc_id,
-                i,
-                doc.title,
-                piece,
-                piece if spec is None else embedding_text(doc.title, piece, tokenizer, spec),
-            )
-            for i, piece in enumerate(pieces)
-        )
+        if chunker is None:
+            out.append(EvalChunk(doc.doc_id, 0, doc.title, text, text))
+            continue
+        prefix = TitlePrefix.of(doc.title, tokenizer, chunker.spec)
+        pieces = [c.text for c in chunker.chunk([Section(text)])]
+        out.extend(EvalChunk(doc.doc_id, i, doc.title, p, prefix.apply(p)) for i, p in enumerate(pieces))
     return out
 
 

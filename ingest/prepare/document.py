@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from docquery.chunking import ChunkSpec, Tokenizer, chunk_sections, embedding_text
+from docquery.chunking import SentenceChunker, TitlePrefix
 from docquery.core.collection import chunk_point_id
 from docquery.core.domain import Chunk, DocumentRecord
 from ingest.model import (
@@ -30,14 +30,16 @@ from ingest.prepare.scan import scan_and_strip
 @dataclass(frozen=True)
 class PrepareConfig:
     limits: Limits
-    spec: ChunkSpec
     quarantine_flagged: bool
     pipeline_fingerprint: str
     ingested_at: str
 
 
-def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> PreparedDoc:
-    """Raises FileRejected with a reason for any file that cannot be indexed."""
+def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -> PreparedDoc:
+    """Raises FileRejected with a reason for any file that cannot be indexed.
+
+    ``chunker`` is built once per run (it holds the tokenizer, the chunk settings and the splitter).
+    """
     src = planned.source
     loader = loader_for(src.kind or suffix_of(src.path))  # unsupported types fail before the file is read
     try:
@@ -49,7 +51,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
     # The file may have changed since it was planned: index what was actually read.
     sha = hashlib.sha256(data).hexdigest()
     doc = loader(src.path, data, cfg.limits)
-    pieces = chunk_sections(doc.sections, tokenizer, cfg.spec)
+    pieces = chunker.chunk(doc.sections)
     chunks: list[Chunk] = []
     quarantined: list[bool] = []
     title_flags, title = scan_and_strip(doc.title)
@@ -82,6 +84,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
             )
         )
         quarantined.append(bool(flags) and cfg.quarantine_flagged)
+    prefix = TitlePrefix.of(doc.title, chunker.tokenizer, chunker.spec)  # one title per document
     extra = {
         EXTRA_PATH: str(src.path),
         EXTRA_PIPELINE: cfg.pipeline_fingerprint,
@@ -106,5 +109,5 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
         record=record,
         chunks=chunks,
         quarantined=quarantined,
-        embed_texts=[embedding_text(doc.title, c.text, tokenizer, cfg.spec) for c in chunks],
+        embed_texts=[prefix.apply(c.text) for c in chunks],
     )

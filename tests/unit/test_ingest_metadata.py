@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from docquery.chunking import RegexTokenizer
 from ingest.model import PlannedDoc, PreparedDoc, SourceFile
 from ingest.prepare.document import prepare
 from ingest.prepare.scan import strip_invisible
-from tests.support.parse_scripts import real_config
+from tests.support.parse_scripts import real_chunker, real_config
 
 BODY = "The travel desk books trains for trips under four hours. Receipts go to finance within a week."
 
@@ -101,7 +100,7 @@ def _prepare(tmp_path: Path, name: str, data: bytes) -> PreparedDoc:
     path.write_bytes(data)
     src = SourceFile(root=tmp_path, path=path, rel=name, acl_groups=("staff",), acl_origin="--groups")
     planned = PlannedDoc(source=src, doc_id="d" * 32, content_sha256=hashlib.sha256(data).hexdigest(), previous=None)
-    return prepare(planned, RegexTokenizer(), real_config())
+    return prepare(planned, real_chunker(), real_config())
 
 
 def _carries(text: str | None, payload: str) -> bool:
