@@ -25,10 +25,10 @@ from docquery.chunking import (
     HFTokenizer,
     RegexTokenizer,
     SentenceChunker,
-    _Counts,
     chunk_sections,
     embedding_text,
 )
+from docquery.chunking.sentences import _Counts
 from ingest.model import Section
 from ingest.pipeline import pipeline_fingerprint
 
