@@ -60,7 +60,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
             Chunk(
                 id=chunk_point_id(planned.doc_id, sha, i),
                 doc_id=planned.doc_id,
-                source=src.rel,
+                source=src.cited_as,
                 title=title,
                 chunk_index=i,
                 text=text,
@@ -84,7 +84,7 @@ def prepare(planned: PlannedDoc, tokenizer: Tokenizer, cfg: PrepareConfig) -> Pr
         extra[EXTRA_FLAGS] = ",".join(sorted(doc_flags))
     record = DocumentRecord(
         doc_id=planned.doc_id,
-        source=src.rel,
+        source=src.cited_as,
         root=str(src.root),
         content_sha256=sha,
         chunk_count=len(chunks),
