@@ -41,6 +41,12 @@ class SourceFile:
     acl_origin: str  # the metadata file that gave the ACL, or "--groups"/"--public"
     kind: str = ""  # the loader's suffix (".txt" for sniffed text); "" until the plan decides
 
+    @property
+    def cited_as(self) -> str:
+        """The ``source`` citations show: the root folder's name, then the path under it, so two roots
+        that each hold ``notes.txt`` are told apart (``handbook/notes.txt``, ``wiki/notes.txt``)."""
+        return f"{self.root.name}/{self.rel}" if self.root.name else self.rel
+
 
 @dataclass(frozen=True)
 class LoadedDoc:

@@ -130,7 +130,7 @@ def build_plan(
             prev.status != "complete"
             or prev.content_sha256 != sha
             or prev.extra.get(EXTRA_PIPELINE) != pipeline_fingerprint
-            or prev.source != src.rel
+            or prev.source != src.cited_as
             or prev.root != str(src.root)
         ):
             plan.update.append(planned)

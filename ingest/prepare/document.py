@@ -69,7 +69,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
             Chunk(
                 id=chunk_point_id(planned.doc_id, sha, i),
                 doc_id=planned.doc_id,
-                source=src.rel,
+                source=src.cited_as,
                 title=title,
                 chunk_index=i,
                 text=text,
@@ -94,7 +94,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
         extra[EXTRA_FLAGS] = ",".join(sorted(doc_flags))
     record = DocumentRecord(
         doc_id=planned.doc_id,
-        source=src.rel,
+        source=src.cited_as,
         root=str(src.root),
         content_sha256=sha,
         chunk_count=len(chunks),

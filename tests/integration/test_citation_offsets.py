@@ -29,11 +29,11 @@ def test_every_stored_chunk_points_at_its_text_and_citations_quote_it(ingest_env
     hits = asyncio.run(
         ingest_env.index.search(dense=None, text="install agent booked revenue", acl=acl, limit=50, mode="sparse")
     )
-    assert {h.chunk.source for h in hits} == {"guide.md", "report.pdf"}
+    assert {h.chunk.source for h in hits} == {"docs/guide.md", "docs/report.pdf"}  # the root folder, then the path
     seen_pages = set()
     for hit in hits:
         c = hit.chunk
-        doc = load(ingest_env.docs / c.source, (ingest_env.docs / c.source).read_bytes(), limits)
+        doc = load(ingest_env.docs.parent / c.source, (ingest_env.docs.parent / c.source).read_bytes(), limits)
         assert c.section is not None and c.char_start is not None and c.char_end is not None
         section = doc.sections[c.section]
         assert section.text[c.char_start : c.char_end] == c.text

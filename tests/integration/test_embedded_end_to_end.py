@@ -64,7 +64,7 @@ def test_ask_answers_with_citations_for_an_entitled_caller(
     answer = _ask(capsys, "--as-groups", "staff")
     assert answer["mode"] == "extractive"
     assert answer["citations"], "an entitled caller gets citations"
-    assert answer["citations"][0]["source"] == "expenses.txt"
+    assert answer["citations"][0]["source"] == "handbook/expenses.txt"
     assert "30 days" in answer["answer"]
     assert "[S1]" in answer["answer"]
 

@@ -119,7 +119,7 @@ def test_idempotent_rerun_writes_nothing(ingest_env: IngestEnv, capsys: pytest.C
     hits = asyncio.run(
         env.index.search(dense=None, text="revenue grew", acl=AclFilter.for_groups({"staff"}), limit=3, mode="sparse")
     )
-    assert hits[0].chunk.page == "p. 2" and hits[0].chunk.source == "report.pdf"
+    assert hits[0].chunk.page == "p. 2" and hits[0].chunk.source == "docs/report.pdf"
 
 
 def test_changed_file_replaces_its_chunks(ingest_env: IngestEnv) -> None:
@@ -260,16 +260,16 @@ def test_injection_flags_and_quarantine(ingest_env: IngestEnv, quarantine: bool)
     )
     flags = {(h.chunk.source, h.chunk.page): h.chunk.flags for h in hits}
     if quarantine:
-        assert flags == {("faq.html", "Vendor FAQ"): (), ("clean.txt", None): ()}
+        assert flags == {("docs/faq.html", "Vendor FAQ"): (), ("docs/clean.txt", None): ()}
     else:
         assert flags == {
-            ("faq.html", "Vendor FAQ"): (),
-            ("faq.html", "Vendor FAQ > Contact"): ("hidden_html",),
-            ("note.md", "Note"): ("injection",),
-            ("zw.txt", None): ("zero_width",),
-            ("clean.txt", None): (),
+            ("docs/faq.html", "Vendor FAQ"): (),
+            ("docs/faq.html", "Vendor FAQ > Contact"): ("hidden_html",),
+            ("docs/note.md", "Note"): ("injection",),
+            ("docs/zw.txt", None): ("zero_width",),
+            ("docs/clean.txt", None): (),
         }
-        zw = next(h for h in hits if h.chunk.source == "zw.txt")
+        zw = next(h for h in hits if h.chunk.source == "docs/zw.txt")
         assert "\u200b" not in zw.chunk.text and zw.chunk.text.startswith("Password rotation")
     assert all("wire money" not in h.chunk.text for h in hits)
     records = env.records()
