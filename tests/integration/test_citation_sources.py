@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from docquery.domain import AclFilter
+from docquery.core.domain import AclFilter
 from tests.support.ingest_fixtures import IngestEnv, ingest_env, write
 
 __all__ = ["ingest_env"]
