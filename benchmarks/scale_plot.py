@@ -26,6 +26,8 @@ FIGURES: dict[str, tuple[str, list[tuple[str, str]]]] = {
             ("hybrid_acl_p99_ms", "hybrid p99"),
             ("dense_acl_p50_ms", "dense p50"),
             ("dense_acl_p99_ms", "dense p99"),
+            ("hybrid_acl_cpu_p50_ms", "hybrid CPU ms p50"),
+            ("hybrid_acl_cpu_p99_ms", "hybrid CPU ms p99"),
         ],
     ),
     "recall": (

@@ -96,7 +96,7 @@ def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
         if tuning.quantized
         else None
     )
-    originals = Memory.Cold if tuning.originals_on_disk else Memory.Cached
+    originals = Memory.Cold if tuning.vectors_on_disk else Memory.Cached
     return EdgeConfig(
         vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine, memory=originals)},
         # The BM25 inverted index stays in RAM: every hybrid query walks its posting lists.

@@ -241,7 +241,7 @@ class ServerEngine:
                 self.name,
                 vectors_config={
                     DENSE_VECTOR: models.VectorParams(
-                        size=dimension, distance=models.Distance.COSINE, on_disk=self._tuning.originals_on_disk
+                        size=dimension, distance=models.Distance.COSINE, on_disk=self._tuning.vectors_on_disk
                     )
                 },
                 # IDF is applied at query time, so the stored BM25 weights are Edge's and adding

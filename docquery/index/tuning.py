@@ -46,6 +46,11 @@ class IndexTuning:
     def quantized(self) -> bool:
         return self.quantization != "none"
 
+    @property
+    def vectors_on_disk(self) -> bool:
+        """Originals on disk only beside int8 copies: without them every distance would read the disk."""
+        return self.originals_on_disk and self.quantized
+
     @staticmethod
     def payload_keys() -> tuple[tuple[Key, bool], ...]:
         """Each keyword-indexed field and whether it gets HNSW payload links."""

@@ -40,8 +40,8 @@ def test_new_shard_keeps_originals_and_payload_on_disk_and_int8_and_bm25_in_ram(
     assert config["quantization_config"]["scalar"]["memory"] == "pinned"
 
 
-def test_originals_can_be_kept_in_ram(tmp_path: Path) -> None:
-    tuning = IndexTuning(originals_on_disk=False)
+@pytest.mark.parametrize("tuning", [IndexTuning(originals_on_disk=False), IndexTuning(quantization="none")])
+def test_originals_stay_in_ram_when_asked_or_without_int8_copies(tmp_path: Path, tuning: IndexTuning) -> None:
     open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=tuning).close()
     assert _config(tmp_path / "s")["vectors"][DENSE_VECTOR]["memory"] == "cached"
 
@@ -56,10 +56,12 @@ class _Recording(QdrantClient):
         return super().create_collection(collection_name, **kwargs)
 
 
-@pytest.mark.parametrize("on_disk", [True, False])
-def test_server_collection_gets_the_same_vector_placement(on_disk: bool) -> None:
+@pytest.mark.parametrize(
+    ("tuning", "on_disk"),
+    [(IndexTuning(), True), (IndexTuning(originals_on_disk=False), False), (IndexTuning(quantization="none"), False)],
+)
+def test_server_collection_gets_the_same_vector_placement(tuning: IndexTuning, on_disk: bool) -> None:
     client = _Recording()
-    tuning = IndexTuning(originals_on_disk=on_disk)
     open_server(url=":memory:", name="c", model_id="m", dimension=DIM, client=client, tuning=tuning).close()
     assert client.created["vectors_config"][DENSE_VECTOR].on_disk is on_disk
     client.close()
