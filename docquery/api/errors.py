@@ -111,19 +111,9 @@ def envelope(
     return {"error": error}
 
 
-def error_response(
-    request: Request | Mapping[str, Any],
-    status: int,
-    message: str | None = None,
-    *,
-    type_: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    param: str | None = None,
-    code: str | None = None,
-) -> JSONResponse:
-    rid = request_id_of(request)
-    body = envelope(status, message or _HTTP_MESSAGES.get(status, "error"), rid, type_=type_, param=param, code=code)
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+def error_response(request: Request | Mapping[str, Any], err: ApiError) -> JSONResponse:
+    body = envelope(err.status, err.message, request_id_of(request), type_=err.type, param=err.param, code=err.code)
+    return JSONResponse(body, status_code=err.status, headers=err.headers)
 
 
 def retry_after_header(seconds: float | None, default: float = 1.0) -> dict[str, str]:
@@ -197,21 +187,19 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     if err.status >= 500:
         # Type name only: the message of an unknown exception may carry content.
         log.error("request failed: %s -> %d", type(exc).__name__, err.status)
-    return error_response(
-        request, err.status, err.message, type_=err.type, headers=err.headers, param=err.param, code=err.code
-    )
+    return error_response(request, err)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's own detail strings are not used: only our fixed message per status.
     status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
     headers = dict(exc.headers or {}) if isinstance(exc, StarletteHTTPException) else {}
-    return error_response(request, status, None, headers=headers)
+    return error_response(request, ApiError(status, headers=headers))
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     message = _validation_message(exc) if isinstance(exc, RequestValidationError) else "invalid request"
-    return error_response(request, 422, message)
+    return error_response(request, ApiError(422, message))
 
 
 def install_error_handlers(app: FastAPI) -> None:
