@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from docquery.api import routes
 from docquery.api.audit import AuditLog
 from docquery.api.auth.authenticator import Authenticator
+from docquery.api.docs_page import install_docs_page
 from docquery.api.errors import install_error_handlers
 from docquery.api.fairshare import LlmShare
 from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLimiter
@@ -72,14 +73,10 @@ def create_app(
             if components is None:
                 built.close()
 
+    # The schema (and the page over it) is for development and fuzzing; prod does not advertise it.
+    openapi_url = None if settings.is_prod else "/openapi.json"
     app = FastAPI(
-        title="DocQuery",
-        version="0.1.0",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        # The schema is for development and fuzzing; prod does not advertise it.
-        openapi_url=None if settings.is_prod else "/openapi.json",
+        title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi_url
     )
     metrics = Metrics()
     audit = AuditLog()
@@ -95,6 +92,8 @@ def create_app(
     for router in routes.ROUTERS:
         app.include_router(router)
     install_openapi(app, settings)
+    if openapi_url is not None:
+        install_docs_page(app, openapi_url)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
     app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

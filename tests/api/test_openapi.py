@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+import swagger_ui_bundle  # type: ignore[import-untyped]
 
+from docquery.api.app import create_app
 from docquery.api.openai_schemas import ChatCompletion
 from docquery.api.schemas import ErrorEnvelope
-from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness
+from docquery.config.settings import Settings
+from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness, write_api_keys
 
 AUTH = bearer("tok-root-admin")
 BOUNDS = {
@@ -183,8 +187,43 @@ def test_chat_200_is_typed_and_the_body_matches(h: Harness, schema: dict[str, An
     ChatCompletion.model_validate(r.json())
 
 
-def test_no_page_loads_code_from_elsewhere(h: Harness, schema: dict[str, Any]) -> None:
-    # Air-gapped: no Swagger UI or ReDoc page (their bundles would come from a CDN); the schema is the reference.
-    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
-        assert h.client.get(path).status_code == 404
+class _Refs(HTMLParser):
+    """Every URL a page makes the browser fetch: src and href attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [value for name, value in attrs if name in ("src", "href") and value]
+
+
+def test_the_docs_page_loads_nothing_from_elsewhere(h: Harness, schema: dict[str, Any]) -> None:
+    # Air-gapped: Swagger UI from the swagger-ui-bundle package, served by the app itself.
+    r = h.client.get("/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    refs = _Refs()
+    refs.feed(r.text)
+    assert sorted(refs.urls) == ["/docs/assets/favicon-32x32.png", "/docs/assets/swagger-ui-bundle.js",
+                                 "/docs/assets/swagger-ui.css"]  # fmt: skip
+    bundle = Path(str(swagger_ui_bundle.swagger_ui_path))
+    for url in refs.urls:
+        asset = h.client.get(url)
+        assert asset.status_code == 200 and asset.content == (bundle / url.rsplit("/", 1)[1]).read_bytes(), url
+    assert h.client.get("/docs/assets/swagger-ui-bundle.js").headers["content-type"].startswith("text/javascript")
+    assert "http://" not in r.text and "https://" not in r.text  # no absolute URL at all in the page
+    assert "url: '/openapi.json'" in r.text  # the schema from this app
+    assert '"validatorUrl": null' in r.text  # Swagger UI's default validator is validator.swagger.io
+    # Only the three files the page needs; not the package's demo page, which loads a public schema.
+    for path in ("/redoc", "/docs/assets/index.html", "/docs/assets/swagger-initializer.js", "/docs/assets/../x"):
+        assert h.client.get(path).status_code == 404, path
     assert "cdn" not in json.dumps(schema).lower()
+
+
+def test_prod_serves_neither_the_schema_nor_the_page(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    write_api_keys(secrets, {"tok-x": ("x", ["eng"], ["query"])})
+    app = create_app(Settings(profile="prod", data_dir=tmp_path / "d", secrets_dir=secrets))
+    paths = {getattr(route, "path", "") for route in app.routes}
+    assert not {p for p in paths if p.startswith(("/docs", "/openapi", "/redoc"))}

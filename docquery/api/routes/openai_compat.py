@@ -131,7 +131,7 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=_STREAM_DOC)
-async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Response:
+async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> ChatCompletion | Response:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     _check_model(body.model)
     _check_supported(body)
@@ -157,7 +157,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Resp
             mode=answer.mode,
             request_id=ctx.request_id,
         )
-        return Response(content=completion.model_dump_json(), media_type="application/json")
+        return completion
     slot = call.llm_slot()
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel
 
 from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
@@ -30,7 +29,7 @@ _STREAM_DOC = {
 
 
 @router.post("/query", response_model=Answer, responses=_STREAM_DOC)  # type: ignore[arg-type]
-async def query(body: QueryRequest, call: QueryCall) -> Response:
+async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
@@ -41,7 +40,7 @@ async def query(body: QueryRequest, call: QueryCall) -> Response:
         async with call.llm_slot():
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        return _json(answer)
+        return answer
     slot = call.llm_slot()
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)
@@ -71,7 +70,7 @@ async def _stream_body(
 
 
 @router.post("/search", response_model=SearchResponse)
-async def search(body: SearchRequest, call: QueryCall) -> Response:
+async def search(body: SearchRequest, call: QueryCall) -> SearchResponse:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     text = check_question(body.query, settings, field="query")
     top_k = check_top_k(body.top_k, settings, default=10)
@@ -79,9 +78,5 @@ async def search(body: SearchRequest, call: QueryCall) -> Response:
     hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
-    return _json(SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id))
+    return SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id)
 
-
-def _json(model: BaseModel) -> Response:
-    # Already a validated model: serialise once (FastAPI's response_model would validate it again).
-    return Response(content=model.model_dump_json(), media_type="application/json")
