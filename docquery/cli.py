@@ -20,7 +20,9 @@ import uuid
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 
+from markdown_it import MarkdownIt
 from rich.console import Console
+from rich.markdown import Markdown
 
 from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
@@ -109,14 +111,22 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(answer.model_dump_json() + "\n")
         return EXIT_OK
     console = Console()
+    # Answer and citation fields are sanitised CommonMark: a terminal shows them rendered, so entities
+    # and escapes are decoded once ("&lt;string>" reads "<string>"); piped output keeps the markdown.
+    shown = _plain_text if console.is_terminal else str
     console.print(f"[bold]Answer[/bold] ({answer.mode}, {answer.model})", highlight=False)
-    console.print(answer.answer, markup=False, highlight=False)
+    if console.is_terminal:
+        console.print(Markdown(answer.answer, hyperlinks=False))
+    else:
+        console.print(answer.answer, markup=False, highlight=False)
     if answer.citations:
         console.print("[bold]Citations[/bold]")
         for c in answer.citations:
-            where = f" ({c.page})" if c.page else ""
+            where = f" ({shown(c.page)})" if c.page else ""
             console.print(
-                f"  [{c.id}] {c.title} — {c.source}{where}  score={c.score:.4f}", markup=False, highlight=False
+                f"  [{c.id}] {shown(c.title)} — {shown(c.source)}{where}  score={c.score:.4f}",
+                markup=False,
+                highlight=False,
             )
     else:
         console.print("[dim]No citations.[/dim]")
@@ -249,3 +259,12 @@ def _first_line(exc: Exception) -> str:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _plain_text(markdown: str) -> str:
+    """One line of sanitised CommonMark as the text a renderer shows (entities, escapes decoded)."""
+    parts: list[str] = []
+    for token in MarkdownIt("commonmark").parseInline(markdown):
+        for child in token.children or ():
+            parts.append(" " if child.type in ("softbreak", "hardbreak") else child.content)
+    return "".join(parts)

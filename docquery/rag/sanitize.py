@@ -202,7 +202,11 @@ class _Renderer:
             return mark + self.inlines(node.children) + mark
         if kind == "code_inline":
             return _code_span(node.content)
-        # Images are removed, raw HTML is dropped; anything unknown keeps its children only.
+        if kind == "html_inline":
+            # Never passed on as HTML, but kept as text, as a block of it is: "vector<string>" in a
+            # document reads "vector<string>" in the rendered answer, not "vector".
+            return self.text(node.content, end_ok=end_ok)
+        # Images are removed; anything unknown keeps its children only.
         fixed = _FIXED_INLINE.get(kind)
         return fixed if fixed is not None else self.inlines(node.children)
 
@@ -252,7 +256,7 @@ _BLOCKS: dict[str, Callable[[_Renderer, SyntaxTreeNode], str]] = {
     "html_block": _Renderer.html_block,
     "hr": _hr,
 }
-_FIXED_INLINE = {"softbreak": "\n", "hardbreak": "\\\n", "image": IMAGE_REMOVED, "html_inline": ""}
+_FIXED_INLINE = {"softbreak": "\n", "hardbreak": "\\\n", "image": IMAGE_REMOVED}
 
 
 def _escape(text: str, *, end_ok: bool, tail: str) -> str:

@@ -79,4 +79,3 @@ async def search(body: SearchRequest, call: QueryCall) -> SearchResponse:
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
     return SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id)
-
