@@ -111,6 +111,7 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(answer.model_dump_json() + "\n")
         return EXIT_OK
     console = Console()
+    console.soft_wrap = not console.is_terminal  # a pipe or a log gets whole lines, never cut at 80 columns
     # Answer and citation fields are sanitised CommonMark: a terminal shows them rendered, so entities
     # and escapes are decoded once ("&lt;string>" reads "<string>"); piped output keeps the markdown.
     shown = _plain_text if console.is_terminal else str

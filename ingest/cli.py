@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -99,13 +100,15 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
     )
 
 
-def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
+def run(
+    args: argparse.Namespace, settings: Settings, interrupt: threading.Event | None = None, **components: Any
+) -> int:
     """The command body; ``components`` (embedder=, index=) let tests pass their own."""
     try:
         opts = options_from_args(args)
         # Progress goes to stderr, so --json keeps stdout to the one report object.
         progress = make_progress(enabled=True, interval_s=settings.ingest.progress_interval_s)
-        report = run_ingest(settings, opts, progress=progress, **components)
+        report = run_ingest(settings, opts, progress=progress, interrupt=interrupt, **components)
     except UsageError as exc:
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return EXIT_USAGE
@@ -129,24 +132,30 @@ def run(args: argparse.Namespace, settings: Settings, **components: Any) -> int:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before any component starts a thread (docquery/runtime/malloc.py)
-    with _ctrl_c_says_what_happens():
-        return run(args, settings)
+    with _ctrl_c_says_what_happens() as interrupt:
+        return run(args, settings, interrupt)
 
 
 @contextlib.contextmanager
-def _ctrl_c_says_what_happens() -> Iterator[None]:
-    """The first Ctrl-C says that the embed call in flight finishes first; a second one stops at once."""
+def _ctrl_c_says_what_happens() -> Iterator[threading.Event]:
+    """The first Ctrl-C says that the embed call in flight finishes first; a second one stops at once.
+
+    The first one only sets the event, which the indexing stage checks: raising from the handler would
+    interrupt the main thread wherever it is, for example holding a log handler's lock that the embed and
+    write threads then wait for forever.
+    """
+    interrupt = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield interrupt
         return
 
     def first(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        sys.stderr.write(STOPPING + "\n")
-        raise KeyboardInterrupt
+        os.write(2, (STOPPING + "\n").encode())  # no buffered stream: the handler may run inside a write
+        interrupt.set()
 
     previous = signal.signal(signal.SIGINT, first)
     try:
-        yield
+        yield interrupt
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -9,6 +9,7 @@ DocQuery (``docquery.wiring``).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -139,8 +140,12 @@ def run_ingest(
     embedder: Embedder | None = None,
     index: IndexAdapter | None = None,
     progress: Progress | None = None,
+    interrupt: threading.Event | None = None,
 ) -> Report:
-    """Raises UsageError before anything is written; index failures propagate after the threads stop."""
+    """Raises UsageError before anything is written; index failures propagate after the threads stop.
+
+    ``interrupt`` set (the first Ctrl-C) ends the indexing stage early with ``KeyboardInterrupt``.
+    """
     t0 = time.monotonic()
     cfg = settings.ingest
     report = Report(dry_run=opts.dry_run, shard=f"{opts.shard.index}/{opts.shard.count}")
@@ -194,6 +199,7 @@ def run_ingest(
                     progress=progress or NullProgress(),
                     spec=spec,
                     fingerprint=fingerprint,
+                    interrupt=interrupt,
                 )
             _apply_deletes(index, plan, report)
             index.flush()
@@ -240,6 +246,7 @@ def _index(
     progress: Progress,
     spec: ChunkSpec,
     fingerprint: str,
+    interrupt: threading.Event | None = None,
 ) -> None:
     cfg = settings.ingest
     prep_cfg = PrepareConfig(
@@ -264,6 +271,7 @@ def _index(
             cfg=stream_cfg,
             report=report,
             progress=progress,
+            interrupt=interrupt,
         )
     finally:
         progress.close()

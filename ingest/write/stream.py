@@ -293,12 +293,15 @@ def index_documents(
     cfg: StreamConfig,
     report: Report,
     progress: Progress,
+    interrupt: threading.Event | None = None,
 ) -> None:
     """Prepares, embeds and writes ``docs``; bad files are reported and skipped.
 
-    Raises the first fatal error (an index write failing) after the threads stop.
+    Raises the first fatal error (an index write failing) after the threads stop. ``interrupt``
+    (Ctrl-C) stops the run the same way, at the next check: the embed call in flight finishes, its
+    batch is written, then ``KeyboardInterrupt`` is raised here, where no thread holds a lock.
     """
-    shared = _Shared(report=report, progress=progress)
+    shared = _Shared(report=report, progress=progress, stop=interrupt or threading.Event())
     # The budget bounds what waits for the embedder; the queue itself never fills.
     budget = _ChunkBudget(cfg.embed_batch)
     to_embed: queue.Queue[tuple[PreparedDoc, int] | None] = queue.Queue()
@@ -337,3 +340,5 @@ def index_documents(
             t.join()
     if shared.errors:
         raise shared.errors[0]
+    if interrupt is not None and interrupt.is_set():
+        raise KeyboardInterrupt

@@ -64,3 +64,22 @@ def test_top_k_bound_follows_the_setting(tmp_path: Path) -> None:
     assert got.returncode == EXIT_USAGE and "between 1 and 10" in _one_line(got)
     # In range, the next check (the missing index) speaks instead.
     assert _ask(tmp_path, "--top-k", "10", DOCQUERY_RETRIEVAL__MAX_TOP_K="10").returncode == EXIT_EMPTY
+
+
+@pytest.mark.model
+def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
+    # #19.7: a pipe or a log gets each line whole, not cut at 80 columns.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sentence = "The leave policy grants twenty-eight days of paid annual leave to every member of staff each year."
+    (corpus / ("a-rather-long-file-name-about-the-leave-policy-of-the-company" + ".txt")).write_text(sentence + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "none"))
+    ingest = [sys.executable, "-m", "docquery.cli", "ingest", str(corpus), "--groups", "staff"]
+    subprocess.run(ingest, env=env, capture_output=True, text=True, timeout=300, check=True)
+    got = _ask(tmp_path)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert any(sentence in line for line in lines), got.stdout
+    assert any("a-rather-long-file-name-about-the-leave-policy-of-the-company.txt" in line for line in lines)
+    assert max(len(line) for line in lines) > 80
