@@ -27,6 +27,13 @@ def shared_harness(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssu
     yield from make_harness(tmp_path_factory.mktemp("api"), jwks=jwt_issuer.jwks())
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[StandInOpenAIServer]:
+    """One vLLM stand-in per module, for harnesses built once per module."""
+    with StandInOpenAIServer() as s:
+        yield s
+
+
 @pytest.fixture
 def standin() -> Iterator[StandInOpenAIServer]:
     with StandInOpenAIServer() as server:

@@ -22,12 +22,6 @@ AUTH = bearer("tok-alice-eng")
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def h(
     tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
 ) -> Iterator[Harness]:

@@ -214,12 +214,6 @@ def test_history_is_never_logged(ex: Harness, caplog: pytest.LogCaptureFixture) 
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def gen(
     tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
 ) -> Iterator[Harness]:

@@ -22,19 +22,13 @@ SLOTS, SHARE = 8, 0.25  # two in-flight LLM calls per principal
 
 
 @pytest.fixture(scope="module")
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, standin: StandInOpenAIServer
+    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
 ) -> Iterator[Harness]:
     tmp: Path = tmp_path_factory.mktemp("fair")
     for harness in make_harness(
         tmp,
-        generator=llm_generator(standin, max_concurrency=SLOTS),
+        generator=llm_generator(server, max_concurrency=SLOTS),
         jwks=jwt_issuer.jwks(),
         llm={"max_concurrency": SLOTS},
         api={"llm_share": SHARE, "auth_failures_per_minute": 60, "auth_failure_burst": 5},
@@ -45,9 +39,9 @@ def h(
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_greedy_principal_gets_503_and_others_are_served(
-    h: Harness, standin: StandInOpenAIServer, jwt_issuer: JwtIssuer, stream: bool
+    h: Harness, server: StandInOpenAIServer, jwt_issuer: JwtIssuer, stream: bool
 ) -> None:
-    standin.config.first_token_delay_s = 2.0  # long enough that all six overlap, even on a loaded machine
+    server.config.first_token_delay_s = 2.0  # long enough that all six overlap, even on a loaded machine
     other = bearer(jwt_issuer.token(sub="someone-else"))
     try:
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -60,7 +54,7 @@ def test_a_greedy_principal_gets_503_and_others_are_served(
             assert polite.status_code == 200 and time.monotonic() - t0 < 4
             results = [f.result() for f in greedy]
     finally:
-        standin.config.first_token_delay_s = 0.0
+        server.config.first_token_delay_s = 0.0
     statuses = sorted(r.status_code for r in results)
     assert statuses == [200, 200, 503, 503, 503, 503]
     refused = [r for r in results if r.status_code == 503]

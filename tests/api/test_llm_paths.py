@@ -32,12 +32,6 @@ CHAT = {"model": "docquery", "messages": [{"role": "user", "content": Q["questio
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def h(
     tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
 ) -> Iterator[Harness]:

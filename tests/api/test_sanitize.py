@@ -45,17 +45,11 @@ EXFIL_SCRIPTS = {
 
 
 @pytest.fixture(scope="module")
-def standin_module() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def llm_harness(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, standin_module: StandInOpenAIServer
+    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
 ) -> Iterator[Harness]:
     tmp: Path = tmp_path_factory.mktemp("sanitize")
-    for h in make_harness(tmp, generator=llm_generator(standin_module), jwks=jwt_issuer.jwks()):
+    for h in make_harness(tmp, generator=llm_generator(server), jwks=jwt_issuer.jwks()):
         h.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
         yield h
 
@@ -68,9 +62,9 @@ def _assert_clean(text: str) -> None:
 
 @pytest.mark.parametrize("script", sorted(EXFIL_SCRIPTS))
 def test_exfiltration_is_neutralised_in_every_mode(
-    llm_harness: Harness, standin_module: StandInOpenAIServer, script: str
+    llm_harness: Harness, server: StandInOpenAIServer, script: str
 ) -> None:
-    standin_module.config.reply = EXFIL_SCRIPTS[script]
+    server.config.reply = EXFIL_SCRIPTS[script]
     auth = bearer("tok-alice-eng")
     q = {"question": "how many vacation days"}
 
