@@ -45,16 +45,24 @@ def mrr_at_k(ranking: Sequence[str], rels: Mapping[str, int], k: int) -> float:
     return 0.0
 
 
+def per_query(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """Each metric in ``METRIC_KEYS`` for each judged query (the basis of confidence intervals)."""
+    scores: dict[str, dict[str, float]] = {}
+    for q, rels in qrels.items():
+        if not any(r > 0 for r in rels.values()):
+            continue
+        ranking = ranked(run.get(q, {}))
+        scores[q] = {
+            "ndcg@10": ndcg_at_k(ranking, rels, 10),
+            "recall@10": recall_at_k(ranking, rels, 10),
+            "recall@100": recall_at_k(ranking, rels, 100),
+            "mrr@10": mrr_at_k(ranking, rels, 10),
+        }
+    return scores
+
+
 def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
     """Mean of each metric in ``METRIC_KEYS`` over the judged queries."""
-    judged = [q for q, rels in qrels.items() if any(r > 0 for r in rels.values())]
-    totals = dict.fromkeys(METRIC_KEYS, 0.0)
-    for q in judged:
-        ranking = ranked(run.get(q, {}))
-        rels = qrels[q]
-        totals["ndcg@10"] += ndcg_at_k(ranking, rels, 10)
-        totals["recall@10"] += recall_at_k(ranking, rels, 10)
-        totals["recall@100"] += recall_at_k(ranking, rels, 100)
-        totals["mrr@10"] += mrr_at_k(ranking, rels, 10)
-    n = len(judged)
-    return {key: (value / n if n else 0.0) for key, value in totals.items()}
+    scores = per_query(run, qrels)
+    n = len(scores)
+    return {key: (sum(s[key] for s in scores.values()) / n if n else 0.0) for key in METRIC_KEYS}

@@ -26,7 +26,7 @@ from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.core.ports import Embedder, SearchMode
 from docquery.evaluation.beir import BeirDataset, load_beir
 from docquery.evaluation.cache import Matrix, embed_all
-from docquery.evaluation.metrics import Run, evaluate
+from docquery.evaluation.metrics import Run, evaluate, per_query
 from docquery.evaluation.progress import NullProgress, Progress
 from docquery.index import FusionParams, QdrantIndex, open_edge
 
@@ -64,6 +64,7 @@ class EvalResult:
     n_chunks: int
     seconds: float
     extra: dict[str, float] = field(default_factory=dict)
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # query id -> metric -> value
 
     def as_json(self) -> dict[str, object]:
         return {**{k: round(v, 4) for k, v in self.metrics.items()}, "mode": self.mode,
@@ -214,4 +215,5 @@ def run_eval(
         n_docs=len(dataset.corpus),
         n_chunks=len(chunks),
         seconds=time.monotonic() - started,
+        per_query=per_query(run, dataset.qrels),
     )

@@ -14,7 +14,7 @@ from docquery import cli
 from docquery.chunking import ChunkSpec, RegexTokenizer, Section, chunk_sections
 from docquery.config.settings import Settings
 from docquery.evaluation.beir import BeirDataset, BeirDoc, DatasetError, load_beir, load_qrels
-from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, ranked, recall_at_k
+from docquery.evaluation.metrics import evaluate, mrr_at_k, ndcg_at_k, per_query, ranked, recall_at_k
 from docquery.evaluation.progress import LineProgress
 from docquery.evaluation.runner import EvalConfig, chunk_corpus, run_eval
 from tests.support.fakes import HashEmbedder
@@ -77,6 +77,19 @@ def test_evaluate_counts_a_query_without_results_as_zero() -> None:
     m = evaluate({"q1": {"a": 1.0}}, {"q1": {"a": 1}, "q2": {"b": 1}})
     assert m["ndcg@10"] == pytest.approx(0.5)
     assert m["recall@100"] == pytest.approx(0.5)
+
+
+def test_per_query_scores_judged_queries_and_averages_to_evaluate() -> None:
+    run = {"q1": {"a": 0.9, "x": 0.5}, "q2": {"x": 0.9, "b": 0.1}}
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 0}, "q4": {"d": 2}}  # q3 unjudged, q4 no results
+    scores = per_query(run, qrels)
+    assert set(scores) == {"q1", "q2", "q4"}
+    assert scores["q1"]["ndcg@10"] == 1.0
+    assert scores["q2"]["ndcg@10"] == pytest.approx(1 / math.log2(3))
+    assert scores["q4"] == dict.fromkeys(("ndcg@10", "recall@10", "recall@100", "mrr@10"), 0.0)
+    means = evaluate(run, qrels)
+    for key, mean in means.items():
+        assert mean == pytest.approx(sum(s[key] for s in scores.values()) / 3)
 
 
 # -- BEIR loader ---------------------------------------------------------------------
@@ -201,6 +214,8 @@ def test_run_eval_end_to_end(tiny_beir: Path, tmp_path: Path, mode: Any) -> None
     assert result.n_chunks > 6  # the long document was split
     assert result.metrics["ndcg@10"] == pytest.approx(1.0)
     assert result.metrics["mrr@10"] == pytest.approx(1.0)
+    assert sorted(result.per_query) == ["1", "2", "3", "4", "5"]
+    assert all(s["ndcg@10"] == pytest.approx(1.0) for s in result.per_query.values())
     if mode != "sparse":
         assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["corpus", "queries"]
         again = run_eval(tiny_beir, HashEmbedder(), EvalConfig(mode=mode, cache_dir=cache))
