@@ -41,15 +41,15 @@ from typing import Any
 import numpy as np
 from pydantic import SecretStr
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.synthetic import DIM, TextMaker, percentile, synthetic_chunk, unit_vectors
 from docquery.config.settings import Settings
-from docquery.core.collection import PUBLIC_GROUP, chunk_point_id
-from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.domain import AclFilter, IndexedChunk
 from docquery.core.ports import SearchMode
 from docquery.index import QdrantIndex, open_edge, open_server
 from docquery.wiring import fusion_params, index_tuning
 
-DIM = 384
-GROUPS = 10
 BATCH = 2000
 CALLERS = {"1 group": ("g1",), "3 groups": ("g1", "g2", "g3")}
 
@@ -58,57 +58,9 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIM)).astype(np.float32)
-    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
-    return out
-
-
-class TextMaker:
-    """Synthetic chunk and query text over a random vocabulary, Zipf minus its 50 most frequent ranks."""
-
-    def __init__(self, rng: np.random.Generator, size: int = 20_000) -> None:
-        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-        self.words = ["".join(rng.choice(letters, size=int(rng.integers(3, 10)))) for _ in range(size)]
-        weights = 1.0 / np.arange(51, size + 51)
-        self.p = weights / weights.sum()
-        self.rng = rng
-
-    def texts(self, n: int, lo: int, hi: int) -> list[str]:
-        lengths = self.rng.integers(lo, hi, size=n)
-        ids = self.rng.choice(len(self.words), size=int(lengths.sum()), p=self.p)
-        out, at = [], 0
-        for k in lengths:
-            out.append(" ".join(self.words[w] for w in ids[at : at + k]))
-            at += int(k)
-        return out
-
-
 def make_batch(rng: np.random.Generator, text: TextMaker, lo: int, n: int) -> list[IndexedChunk]:
     vecs = unit_vectors(rng, n)
-    items = []
-    for j, body in enumerate(text.texts(n, 40, 160)):
-        i = lo + j
-        group = PUBLIC_GROUP if i % 20 == 0 else f"g{i % GROUPS}"
-        doc_id = f"doc{i // 4}"
-        chunk = Chunk(
-            id=chunk_point_id(doc_id, "sha", i % 4),
-            doc_id=doc_id,
-            source=f"{doc_id}.txt",
-            title=doc_id,
-            chunk_index=i % 4,
-            text=body,
-            content_sha256="sha",
-            acl_groups=(group,),
-        )
-        items.append(IndexedChunk(chunk=chunk, dense=vecs[j].tolist()))
-    return items
-
-
-def percentile(sorted_ms: list[float], p: float) -> float:
-    k = (len(sorted_ms) - 1) * p / 100
-    lo, hi = int(k), min(int(k) + 1, len(sorted_ms) - 1)
-    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (k - lo)
+    return [synthetic_chunk(lo + j, body, vecs[j].tolist()) for j, body in enumerate(text.texts(n, 40, 160))]
 
 
 def rss_mb() -> float:

@@ -1,11 +1,11 @@
 """Search latency of the embedded Edge index at 100k chunks, with an ACL filter.
 
-Synthetic data, so the real embedder never runs: random unit 384-d vectors, and
-chunk text drawn from a fixed vocabulary (Zipf-like, 40-160 words, head cut as
-stopwords would be) so BM25 has realistic posting lists. Every chunk gets one of ``--groups`` ACL groups (a few
-are public). Queries run through ``QdrantIndex.search`` on the Edge engine, the service's call: BM25
-query encoding, the ACL filter inside each prefetch and the fused query, payload
-decoding and hit building are all inside the timing.
+Synthetic data (``benchmarks/synthetic.py``, the corpus ``scale.py`` uses too), so the real
+embedder never runs: random unit 384-d vectors, and chunk text of 40-160 words drawn from a
+fixed vocabulary. Every chunk gets one of ``--groups`` ACL groups (1 in 20 is public). Queries
+run through ``QdrantIndex.search`` on the Edge engine, the service's call: BM25 query encoding,
+the ACL filter inside each prefetch and the fused query, payload decoding and hit building are
+all inside the timing.
 
     .venv/bin/python benchmarks/search_latency.py --points 100000
 """
@@ -22,68 +22,30 @@ from pathlib import Path
 
 import numpy as np
 
-from docquery.core.collection import PUBLIC_GROUP, chunk_point_id
-from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.synthetic import DIM, TextMaker, percentile, synthetic_chunk, unit_vectors
+from docquery.core.domain import AclFilter
 from docquery.core.ports import SearchMode
 from docquery.index import FusionParams, QdrantIndex, open_edge
 
-DIM = 384
 
-
-def vocabulary(rng: np.random.Generator, size: int) -> list[str]:
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    return ["".join(rng.choice(letters, size=int(rng.integers(3, 10)))) for _ in range(size)]
-
-
-def unit(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def word_distribution(size: int) -> np.ndarray:
-    """Zipf over the vocabulary minus its 50 most frequent ranks: BM25 drops stopwords, and
-    random letter strings are not on its list, so the head of the curve is cut here instead."""
-    zipf = 1.0 / np.arange(51, size + 51)
-    return zipf / zipf.sum()
-
-
-def build(index: QdrantIndex, n: int, groups: int, rng: np.random.Generator, vocab: list[str]) -> None:
-    zipf = word_distribution(len(vocab))
-    labels = [f"g{i}" for i in range(groups)]
+def build(index: QdrantIndex, n: int, groups: int, rng: np.random.Generator, text: TextMaker) -> None:
     batch = 2000
     started = time.monotonic()
     for lo in range(0, n, batch):
         m = min(batch, n - lo)
-        vecs = unit(rng, m)
-        items = []
-        for j in range(m):
-            i = lo + j
-            words = rng.choice(len(vocab), size=int(rng.integers(40, 160)), p=zipf)
-            text = " ".join(vocab[w] for w in words)
-            # 1 in 20 chunks is public; the rest are spread over the groups.
-            group = PUBLIC_GROUP if i % 20 == 0 else labels[i % groups]
-            doc_id = f"doc{i // 4}"
-            chunk = Chunk(
-                id=chunk_point_id(doc_id, "sha", i % 4),
-                doc_id=doc_id,
-                source=f"{doc_id}.txt",
-                title=doc_id,
-                chunk_index=i % 4,
-                text=text,
-                content_sha256="sha",
-                acl_groups=(group,),
-            )
-            items.append(IndexedChunk(chunk=chunk, dense=vecs[j].tolist()))
-        index.upsert(items)
+        vecs = unit_vectors(rng, m)
+        index.upsert([synthetic_chunk(lo + j, text.text(40, 160), vecs[j].tolist(), groups) for j in range(m)])
         if (lo // batch) % 10 == 0:
             print(f"ingested {lo + m}/{n} ({time.monotonic() - started:.0f}s)", file=sys.stderr, flush=True)
     index.flush()
 
 
-def percentile(sorted_ms: list[float], p: float) -> float:
-    k = (len(sorted_ms) - 1) * p / 100
-    lo, hi = int(k), min(int(k) + 1, len(sorted_ms) - 1)
-    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (k - lo)
+def make_queries(rng: np.random.Generator, text: TextMaker, n: int) -> tuple[np.ndarray, list[str]]:
+    """``n`` query vectors, then ``n`` query texts of 3 to 8 words."""
+    qv = unit_vectors(rng, n)
+    return qv, [text.text(3, 9) for _ in range(n)]
 
 
 async def measure(
@@ -128,19 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
-    vocab = vocabulary(rng, args.vocab)
+    text = TextMaker(rng, args.vocab)
     fusion = FusionParams()
     with tempfile.TemporaryDirectory(prefix="docquery-latency-") as tmp:
         index = open_edge(Path(tmp) / "shard", name="latency", model_id="synthetic", dimension=DIM, fusion=fusion)
         t0 = time.monotonic()
-        build(index, args.points, args.groups, rng, vocab)
+        build(index, args.points, args.groups, rng, text)
         build_s = time.monotonic() - t0
-        qv = unit(rng, args.queries + args.warmup)
-        zipf = word_distribution(len(vocab))
-        queries = [
-            (qv[i].tolist(), " ".join(vocab[w] for w in rng.choice(len(vocab), size=int(rng.integers(3, 9)), p=zipf)))
-            for i in range(args.queries + args.warmup)
-        ]
+        qv, qt = make_queries(rng, text, args.queries + args.warmup)
+        pairs = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
         callers = {
             "1 group": AclFilter.for_groups({"g1"}),
             "3 groups": AclFilter.for_groups({"g1", "g2", "g3"}),
@@ -162,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print("|---|---|---:|---:|---:|---:|---:|---:|")
             for mode in ("dense", "hybrid", "sparse"):
                 for caller, acl in callers.items():
-                    r = asyncio.run(measure(index, mode, acl, queries, limit=args.limit, warmup=args.warmup))  # type: ignore[arg-type]
+                    r = asyncio.run(measure(index, mode, acl, pairs, limit=args.limit, warmup=args.warmup))  # type: ignore[arg-type]
                     print(
                         f"| {mode} | {caller} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | "
                         f"{r['mean']:.2f} | {r['qps']:.0f} | {r['hits']:.1f} |",

@@ -137,13 +137,10 @@ def _request(s: e.Search, dense: SearchParams, exact: SearchParams) -> QueryRequ
             Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt, params=_params(n, dense, exact, s))
             for n in s.prefetch
         ]
+        # The ACL filter is on each prefetch, and only there: the engine ANDs a fused query's
+        # own filter into every prefetch, so repeating it checked each condition twice per candidate.
         return QueryRequest(
-            limit=s.limit,
-            prefetches=prefetch,
-            query=_fusion(s.fusion),
-            filter=flt,
-            with_payload=True,
-            with_vector=with_vector,
+            limit=s.limit, prefetches=prefetch, query=_fusion(s.fusion), with_payload=True, with_vector=with_vector
         )
     assert s.nearest is not None  # noqa: S101 - a Search has a query or a fusion
     return QueryRequest(

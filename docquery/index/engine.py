@@ -67,7 +67,7 @@ class RankFusion:
 class Search:
     """One query: nearest to ``nearest``, or ``fusion`` over the ``prefetch`` branches.
 
-    ``where`` is applied to the query and to every prefetch branch, inside the engine.
+    ``where`` is applied inside the engine: to every prefetch branch, or to the query when it has none.
     """
 
     where: Where

@@ -183,6 +183,34 @@ def test_caller_without_the_group_gets_nothing_of_it(opener: Opener, hash_embedd
 
 
 @both
+def test_every_hybrid_branch_is_acl_filtered(opener: Opener, hash_embedder: HashEmbedder) -> None:
+    """Each branch has its own outsider's chunk that it ranks first: a branch queried without the
+    ACL filter would bring it into the fused hits, and one filtered only after its top-k would
+    leave the caller fewer hits than the limit while the caller has enough of its own."""
+    question = "aurora borealis"
+    q = hash_embedder.embed([question], query=True)[0]
+    mine = [make_chunk(hash_embedder, f"mine{i}", f"filler words number {i}", ("mine",)) for i in range(12)]
+    mine += [make_chunk(hash_embedder, f"word{i}", f"aurora once among {i} other words", ("mine",)) for i in range(3)]
+    dense_only = replace(make_chunk(hash_embedder, "dense-only", "unrelated vocabulary", ("theirs",)), dense=q)
+    sparse_only = replace(
+        make_chunk(hash_embedder, "sparse-only", "aurora borealis " * 5, ("theirs",)), dense=[-x for x in q]
+    )
+    for method in ("rrf", "dbsf", "convex"):
+        index = opener(hash_embedder, name=f"branches-{method}", fusion=FusionParams(method=method, prefetch_limit=5))
+        index.upsert([*mine, dense_only, sparse_only])
+        # The outsiders win their branches when their group is allowed: the check below is not vacuous.
+        both_groups = {"mine", "theirs"}
+        assert search(index, hash_embedder, question, both_groups, "dense", 10)[0].chunk.doc_id == "dense-only"
+        assert search(index, hash_embedder, question, both_groups, "sparse", 10)[0].chunk.doc_id == "sparse-only"
+        fused = {h.chunk.doc_id for h in search(index, hash_embedder, question, both_groups, "hybrid", 10)}
+        assert {"dense-only", "sparse-only"} <= fused, method
+        for mode in MODES:
+            hits = search(index, hash_embedder, question, {"mine"}, mode, limit=10)
+            assert {h.chunk.acl_groups for h in hits} == {("mine",)}, (method, mode)
+            assert len(hits) == (3 if mode == "sparse" else 10), (method, mode)  # sparse: the 3 with the word
+
+
+@both
 def test_no_groups_returns_nothing_without_querying(
     opener: Opener, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,75 @@
+"""The shared synthetic corpus (benchmarks/synthetic.py) generates what each benchmark generated before it.
+
+The digests were taken from ``scale.py`` and ``search_latency.py`` as they were before the
+shared module existed (each with its own copy of the generator), for seed 42, 4,500 chunks
+(past one 2,000-chunk write batch) and 150 queries. A changed draw order, vocabulary, Zipf
+weight, ACL group or chunk field changes a digest, and the benchmark figures recorded in
+docs/benchmarks.md would then no longer be comparable with new runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from benchmarks import scale, search_latency
+from benchmarks.synthetic import GROUPS, TextMaker, group_of, percentile
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.domain import IndexedChunk
+
+CHUNKS, QUERIES, SEED = 4500, 150, 42
+SCALE_SHA256 = "d3c6e8220a5f24214262186e15886aa9a98a5a09a9085bbb9c39d926cc55bf6c"
+SEARCH_LATENCY_SHA256 = "ebc9d99f332258106ec36e7b8b969441201d91ab6351cdd51738c03bfd820d78"
+
+
+class Recorder:
+    """Stands in for the index: digests every chunk written, in order."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.written = 0
+
+    def upsert(self, items: Sequence[IndexedChunk]) -> None:
+        for item in items:
+            c = item.chunk
+            fields = (c.id, c.doc_id, c.source, c.title, c.chunk_index, c.text, c.content_sha256, c.acl_groups)
+            self.digest.update(repr(fields).encode())
+            self.digest.update(np.asarray(item.dense, dtype=np.float64).tobytes())
+            self.written += 1
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+    def add_queries(self, vectors: np.ndarray, texts: list[str]) -> str:
+        self.digest.update(np.asarray(vectors, dtype=np.float64).tobytes())
+        self.digest.update("\n".join(texts).encode())
+        return self.digest.hexdigest()
+
+
+def test_scale_corpus_is_unchanged() -> None:
+    rng = np.random.default_rng(SEED)
+    text = TextMaker(rng)
+    rec = Recorder()
+    scale.build(rec, CHUNKS, rng, text)  # only upsert and flush are called
+    digest = rec.add_queries(scale.unit_vectors(rng, QUERIES), text.texts(QUERIES, 3, 9))
+    assert rec.written == CHUNKS
+    assert digest == SCALE_SHA256
+
+
+def test_search_latency_corpus_is_unchanged() -> None:
+    rng = np.random.default_rng(SEED)
+    text = TextMaker(rng, 20_000)
+    rec = Recorder()
+    search_latency.build(rec, CHUNKS, GROUPS, rng, text)
+    digest = rec.add_queries(*search_latency.make_queries(rng, text, QUERIES))
+    assert rec.written == CHUNKS
+    assert digest == SEARCH_LATENCY_SHA256
+
+
+def test_groups_and_percentiles() -> None:
+    assert [group_of(i) for i in (0, 1, 9, 10, 20, 21)] == [PUBLIC_GROUP, "g1", "g9", "g0", PUBLIC_GROUP, "g1"]
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert percentile([1.0, 2.0], 99) == 1.99
+    assert percentile([7.0], 99) == 7.0
