@@ -6,10 +6,11 @@ every chunk in calls of 1,024 (as ``docquery ingest`` does), alternating A, B, A
 ``getrusage``) and its wall time; the table gives every run and the medians. B's vectors are
 compared with A's (cosine per chunk, minimum and median), so a variant that changes the numerics is
 seen with its saving. ``--profile VARIANT`` instead prints ``torch.profiler``'s operator table for
-one call of 1,024 chunks on one thread.
+one call of 1,024 chunks on one thread; ``--tokenize`` times only the tokenizing ``encode`` does.
 
     .venv/bin/python benchmarks/embed_ab.py --a current --b bf16-linear [--pairs 3] [--docs 1000]
     .venv/bin/python benchmarks/embed_ab.py --profile current
+    .venv/bin/python benchmarks/embed_ab.py --tokenize
 """
 
 from __future__ import annotations
@@ -54,15 +55,6 @@ def thread_cpu() -> dict[int, float]:
     return out
 
 
-def _autocast_weights(emb: Any) -> None:
-    """The pre-change path: Linear weights in float32, cast by autocast inside each forward."""
-    import torch
-
-    emb._model.to(torch.float32)
-    if hasattr(emb, "_weights_cast"):
-        emb._weights_cast = False
-
-
 def _bf16_linear(emb: Any) -> None:
     """Linear weights stored in bfloat16 once; autocast still runs the rest as before."""
     import torch
@@ -95,7 +87,6 @@ def _workers(n: int) -> Callable[[Any], None]:
 
 VARIANTS: dict[str, Callable[[Any], None]] = {
     "current": lambda emb: None,
-    "autocast-weights": _autocast_weights,
     "bf16-linear": _bf16_linear,
     "eager": _attn("eager"),
     "sdpa": _attn("sdpa"),
@@ -164,6 +155,24 @@ def profile(variant: str, texts: list[str]) -> None:
         print(f"_to_copy {e.input_shapes[:1]}: {e.count} calls, {e.cpu_time_total / 1e6:.3f} s")
 
 
+def tokenize_ab(emb: Any, texts: list[str], pairs: int) -> None:
+    """The tokenizing ``encode`` does (its passes of 32, longest first), with the tokenizer's
+    thread pool and without it (``TOKENIZERS_PARALLELISM=false``, read at each call)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    passes = [[texts[j] for j in order[i : i + 32]] for i in range(0, len(order), 32)]
+    for i in range(pairs):
+        for parallel in (True, False):
+            if parallel:
+                os.environ.pop("TOKENIZERS_PARALLELISM", None)
+            else:
+                os.environ["TOKENIZERS_PARALLELISM"] = "false"
+            c0, t0 = cpu_s(), time.perf_counter()
+            for batch in passes:
+                emb._model[0].preprocess(batch)
+            label = "pool" if parallel else "no pool"
+            print(f"pair {i} tokenize, {label}: {cpu_s() - c0:.2f} CPU s, {time.perf_counter() - t0:.2f} s wall")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--a", default="current", choices=VARIANTS)
@@ -171,6 +180,7 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--profile", default=None, choices=VARIANTS)
+    ap.add_argument("--tokenize", action="store_true", help="time only the tokenizing encode does")
     args = ap.parse_args()
 
     from docquery.runtime.malloc import tune_for_bulk_embedding
@@ -181,6 +191,9 @@ def main() -> int:
     print(f"{args.docs} docs -> {len(texts)} chunks, calls of {CALL}", flush=True)
     if args.profile:
         profile(args.profile, texts)
+        return 0
+    if args.tokenize:
+        tokenize_ab(a, texts, args.pairs)
         return 0
     b = load(args.b)
     rows: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
