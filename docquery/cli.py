@@ -258,10 +258,6 @@ def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _plain_text(markdown: str) -> str:
     """One line of sanitised CommonMark as the text a renderer shows (entities, escapes decoded)."""
     parts: list[str] = []
@@ -269,3 +265,7 @@ def _plain_text(markdown: str) -> str:
         for child in token.children or ():
             parts.append(" " if child.type in ("softbreak", "hardbreak") else child.content)
     return "".join(parts)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

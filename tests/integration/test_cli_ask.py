@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -66,20 +67,58 @@ def test_top_k_bound_follows_the_setting(tmp_path: Path) -> None:
     assert _ask(tmp_path, "--top-k", "10", DOCQUERY_RETRIEVAL__MAX_TOP_K="10").returncode == EXIT_EMPTY
 
 
-@pytest.mark.model
-def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
-    # #19.7: a pipe or a log gets each line whole, not cut at 80 columns.
+LONG_NAME = "a-rather-long-file-name-about-the-leave-policy-of-the-company.txt"
+SENTENCE = "The leave policy grants twenty-eight days of paid annual leave to every member of staff each year."
+
+
+def _ingest_leave_policy(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    sentence = "The leave policy grants twenty-eight days of paid annual leave to every member of staff each year."
-    (corpus / ("a-rather-long-file-name-about-the-leave-policy-of-the-company" + ".txt")).write_text(sentence + "\n")
+    (corpus / LONG_NAME).write_text(SENTENCE + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
     env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "none"))
     ingest = [sys.executable, "-m", "docquery.cli", "ingest", str(corpus), "--groups", "staff"]
     subprocess.run(ingest, env=env, capture_output=True, text=True, timeout=300, check=True)
+
+
+@pytest.mark.model
+def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
+    # #19.7: a pipe or a log gets each line whole, not cut at 80 columns.
+    _ingest_leave_policy(tmp_path)
     got = _ask(tmp_path)
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
-    assert any(sentence in line for line in lines), got.stdout
-    assert any("a-rather-long-file-name-about-the-leave-policy-of-the-company.txt" in line for line in lines)
+    assert any(SENTENCE in line for line in lines), got.stdout
+    assert any(LONG_NAME in line for line in lines)
     assert max(len(line) for line in lines) > 80
+
+
+@pytest.mark.model
+def test_ask_on_a_terminal_renders_the_answer_and_citations(tmp_path: Path) -> None:
+    # On a terminal the answer is rendered markdown and citation fields are decoded text; run as
+    # ``python -m docquery.cli``, whose module body runs main() when it reaches the end.
+    _ingest_leave_policy(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "none"), COLUMNS="200")
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "docquery.cli", "ask", "What is the leave policy?", "--as-groups", "staff"],
+            env=env, stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary,
+        )  # fmt: skip
+        os.close(secondary)
+        out = b""
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            out += data
+        assert proc.wait(timeout=120) == 0, out.decode(errors="replace")
+    finally:
+        os.close(primary)
+    text = out.decode(errors="replace")
+    assert "Traceback" not in text
+    assert "twenty-eight days" in text and LONG_NAME in text
