@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -33,12 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from ingest_throughput import cpu_s, docquery_chunks, write_corpus  # noqa: E402
+
 CALL = 1024
-
-
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def thread_cpu() -> dict[int, float]:
@@ -107,8 +103,6 @@ def load(variant: str) -> Any:
 
 
 def chunks(docs: int, embedder: Any) -> list[str]:
-    from ingest_throughput import docquery_chunks, write_corpus
-
     from docquery.config.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="embed-ab-"))
