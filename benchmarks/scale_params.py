@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,22 +33,27 @@ from docquery.index import QdrantIndex, edge, open_edge  # noqa: E402
 from docquery.index.tuning import IndexTuning  # noqa: E402
 from docquery.wiring import fusion_params, index_tuning  # noqa: E402
 
-Variant = Callable[[IndexTuning], SearchParams]
+# name -> (hnsw_ef, ACORN on): the hnsw_ef rows go through the product's own tuning and search parameters.
+VARIANTS: dict[str, tuple[int | None, bool]] = {
+    "default": (None, False),
+    "hnsw_ef 128": (128, False),
+    "hnsw_ef 512": (512, False),
+    "acorn, hnsw_ef default": (None, True),
+    "acorn, hnsw_ef 128": (128, True),
+}
 
 
-def _quantized(tuning: IndexTuning) -> QuantizationSearchParams:
-    return QuantizationSearchParams(rescore=True, oversampling=tuning.oversampling)
+def with_acorn(product: Callable[..., SearchParams]) -> Callable[..., SearchParams]:
+    """The product's dense search parameters with Qdrant's ACORN filtered search turned on."""
 
+    def params(t: IndexTuning, *, exact: bool = False) -> SearchParams:
+        if exact:
+            return product(t, exact=True)
+        quantization = QuantizationSearchParams(rescore=True, oversampling=t.oversampling)
+        acorn = AcornSearchParams(enable=True, max_selectivity=0.4)
+        return SearchParams(hnsw_ef=t.hnsw_ef, quantization=quantization, acorn=acorn)
 
-def variants() -> dict[str, Variant]:
-    out: dict[str, Variant] = {"default": lambda t: SearchParams(hnsw_ef=t.hnsw_ef, quantization=_quantized(t))}
-    for ef in (128, 512):
-        out[f"hnsw_ef {ef}"] = lambda t, ef=ef: SearchParams(hnsw_ef=ef, quantization=_quantized(t))
-    for ef in (None, 128):
-        out[f"acorn, hnsw_ef {ef or 'default'}"] = lambda t, ef=ef: SearchParams(
-            hnsw_ef=ef, quantization=_quantized(t), acorn=AcornSearchParams(enable=True, max_selectivity=0.4)
-        )
-    return out
+    return params
 
 
 async def run_variant(
@@ -102,16 +108,16 @@ def main() -> None:
 
     rows: dict[str, dict[str, float]] = {}
     truth: dict[str, list[set[str]]] | None = None
-    default_params = edge.search_params
-    for name, make in variants().items():
-        edge.search_params = lambda t, *, exact=False, make=make: default_params(t, exact=True) if exact else make(t)  # type: ignore[misc]
+    product = edge.search_params
+    for name, (ef, acorn) in VARIANTS.items():
+        edge.search_params = with_acorn(product) if acorn else product
         index = open_edge(
             shard,
             name="scale",
             model_id="sentence-transformers/all-MiniLM-L6-v2",
             dimension=DIM,
             fusion=fusion,
-            tuning=tuning,
+            tuning=tuning if ef is None else replace(tuning, hnsw_ef=ef),
         )
         try:
             if truth is None:
