@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
@@ -78,7 +78,19 @@ class QdrantSettings(_Section):
     indexing_threshold_kb: int = Field(default=10_000, ge=0)
     """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize."""
     max_segment_size_kb: int = Field(default=200_000, ge=1_000)
-    """Largest segment the optimizer builds by merging."""
+    """Largest segment the optimizer builds by merging; the embedded engine also seals (indexes) its
+    appendable segment once a write fills one of this size."""
+
+    @model_validator(mode="after")
+    def _segment_bounds(self) -> QdrantSettings:
+        # optimize() indexes only segments past the indexing threshold, so a full segment below it
+        # would never be sealed and would grow without bound.
+        if self.indexing_threshold_kb > self.max_segment_size_kb:
+            raise ValueError(
+                "DOCQUERY_QDRANT__INDEXING_THRESHOLD_KB is larger than DOCQUERY_QDRANT__MAX_SEGMENT_SIZE_KB;"
+                " set it to at most the segment size"
+            )
+        return self
 
 
 EmbedderPrecision = Literal["auto", "float32", "bfloat16"]

@@ -7,7 +7,9 @@ a clear error instead of corrupting it.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -50,6 +52,8 @@ from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.core.errors import VectorIndexError
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -169,6 +173,12 @@ class EdgeEngine:
         self._tuning = tuning or IndexTuning()
         self._dense_params = search_params(self._tuning)
         self._exact_params = search_params(self._tuning, exact=True)
+        # The write path fills one appendable segment, and Edge starts no optimizer on its own:
+        # upsert seals it (optimize) once it holds a full segment of dense vectors, as a server's
+        # optimizers would, so segments stay within max_segment_size_kb (tuning.py).
+        self._seal_after = max(1, self._tuning.seal_points(dimension))
+        self._unsealed = 0  # points upserted since the last optimize by this process
+        self.seal_s = 0.0  # seconds spent sealing, for the ingest log and benchmarks
         with _guard("open"):
             self.created = not (path / "edge_config.json").exists()
             if self.created:
@@ -189,8 +199,25 @@ class EdgeEngine:
         return [[_found(p) for p in points] for points in batches]
 
     def upsert(self, points: Sequence[e.Point]) -> None:
-        edge_points = [Point(id=uuid.UUID(p.id), vector=p.vectors(_vector), payload=dict(p.payload)) for p in points]
-        self._update("upsert", UpdateOperation.upsert_points(edge_points))
+        # In pieces that end where the appendable segment is full, so no segment passes the bound.
+        done = 0
+        while done < len(points):
+            piece = points[done : done + self._seal_after - self._unsealed]
+            done += len(piece)
+            edge_points = [Point(id=uuid.UUID(p.id), vector=p.vectors(_vector), payload=dict(p.payload)) for p in piece]
+            self._update("upsert", UpdateOperation.upsert_points(edge_points))
+            self._unsealed += sum(1 for p in piece if p.dense is not None)
+            if self._unsealed >= self._seal_after:
+                self._seal()
+
+    def _seal(self) -> None:
+        """Index the full appendable segment now; the engine opens a new one for the next writes."""
+        log.info("index: sealing a full segment of %d points (HNSW, int8)", self._unsealed)
+        t0 = time.monotonic()
+        self.optimize()
+        took = time.monotonic() - t0
+        self.seal_s += took
+        log.info("index: segment sealed in %.1fs", took)
 
     def delete(self, *, ids: Sequence[str] = (), where: e.Where | None = None) -> None:
         if where is not None:
@@ -237,13 +264,18 @@ class EdgeEngine:
         Segments under the indexing threshold are left as they are, so this is cheap when little changed.
         """
         with _guard("optimize"):
-            return bool(self._shard.optimize())
+            rebuilt = bool(self._shard.optimize())
+        self._unsealed = 0
+        return rebuilt
 
     def stats(self) -> e.Stats:
         with _guard("info"):
             info = self._shard.info()
         return e.Stats(
-            points=int(info.points_count), indexed_vectors=int(info.indexed_vectors_count), segments=info.segments_count
+            points=int(info.points_count),
+            indexed_vectors=int(info.indexed_vectors_count),
+            segments=info.segments_count,
+            seal_s=self.seal_s,
         )
 
     def ready(self) -> bool:

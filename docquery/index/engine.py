@@ -117,6 +117,7 @@ class Stats:
     points: int
     indexed_vectors: int  # dense vectors in HNSW segments, plus every sparse vector (always indexed)
     segments: int
+    seal_s: float = 0.0  # seconds this process spent sealing full segments while writing (embedded engine)
 
 
 class Engine(Protocol):

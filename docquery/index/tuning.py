@@ -51,6 +51,15 @@ class IndexTuning:
         """Originals on disk only beside int8 copies: without them every distance would read the disk."""
         return self.originals_on_disk and self.quantized
 
+    def seal_points(self, dimension: int) -> int:
+        """Dense points of ``dimension`` floats that fill a segment of ``max_segment_size_kb``.
+
+        The embedded engine seals its appendable segment at this size during a write, so a large
+        collection is several bounded segments (searched in parallel, each caller's scope in one
+        under the full-scan threshold) instead of one that grows with every write.
+        """
+        return self.max_segment_size_kb * 1024 // (dimension * 4)
+
     @staticmethod
     def payload_keys() -> tuple[tuple[Key, bool], ...]:
         """Each keyword-indexed field and whether it gets HNSW payload links."""

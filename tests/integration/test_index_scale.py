@@ -19,7 +19,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_edge import PayloadSchemaType
 
-from docquery.config.settings import Settings
+from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
 from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.index import IndexTuning, QdrantIndex, edge, open_edge, open_server, server
@@ -247,3 +247,82 @@ def test_server_dense_branches_carry_the_search_params() -> None:
     assert dense_branch.params is not None and dense_branch.params.quantization is not None
     assert (dense_branch.params.quantization.rescore, dense_branch.params.quantization.oversampling) == (True, 3.0)
     assert sparse_branch.params is None
+
+
+# -- bounded segments: the embedded engine seals its appendable segment during a write --------------
+# 64 floats are 256 bytes, so 256 KB is a segment of 1,024 chunks.
+SEALING = replace(SMALL, max_segment_size_kb=256, indexing_threshold_kb=64)
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory, built: Built) -> Iterator[QdrantIndex]:
+    """The chunks of ``built`` written again, in the same batches, into a shard with 1,024-chunk segments."""
+    index = open_edge(
+        tmp_path_factory.mktemp("sealed") / "shard", name="scale", model_id="synthetic", dimension=DIM, tuning=SEALING
+    )
+    items = _chunks(built.vectors, np.random.default_rng(7 + 1))
+    for lo in range(0, N, 1000):
+        index.upsert(items[lo : lo + 1000])
+    index.flush()
+    index.optimize()
+    yield index
+    index.close()
+
+
+def test_seal_size_is_one_segment_of_dense_vectors() -> None:
+    assert SEALING.seal_points(DIM) == 1024
+    assert IndexTuning().seal_points(384) == 133_333  # the default: 200,000 KB of 384 floats
+
+
+def test_a_long_write_seals_full_segments_instead_of_growing_one(sealed: QdrantIndex, built: Built) -> None:
+    stats = sealed.stats()
+    assert stats.points == N + 1
+    assert stats.seal_s > 0
+    assert stats.indexed_vectors >= 2 * N  # every dense vector in an HNSW segment, plus the sparse ones
+    # 6,000 chunks in segments of at most 1,024 dense vectors: at least six, against one for the same
+    # chunks written with the default segment size.
+    assert stats.segments >= N // 1024 + 1
+    assert built.index.stats().segments <= 2
+    assert stats.seal_s == sealed.stats().seal_s  # reading the stats seals nothing
+
+
+def test_a_write_below_the_seal_size_rebuilds_nothing(tmp_path: Path) -> None:
+    index = open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=SEALING)
+    items = _chunks(_unit(np.random.default_rng(3), 1024), np.random.default_rng(4))
+    for lo in range(0, 1000, 100):
+        index.upsert(items[lo : lo + 100])
+    before = index.stats()
+    assert before.seal_s == 0.0
+    assert before.indexed_vectors == 1000  # only the sparse vectors: no HNSW segment yet
+    index.upsert(items[1000:])  # the 1,024th dense vector: the segment is full and sealed
+    after = index.stats()
+    assert after.seal_s > 0
+    assert after.indexed_vectors == 2 * 1024
+    index.close()
+
+
+@pytest.mark.parametrize("groups", [{"g1"}, {"g1", "g2", "g3"}])
+def test_sealed_segments_return_the_same_exact_hits_and_keep_recall(
+    sealed: QdrantIndex, built: Built, groups: set[str]
+) -> None:
+    """Same chunks, one segment against many: brute force agrees, the default search keeps its recall."""
+    queries = _unit(np.random.default_rng(21), 60)
+    acl = AclFilter.for_groups(groups)
+
+    async def compare() -> float:
+        found = 0
+        for q in queries:
+            exact = await sealed.search(dense=q.tolist(), text=None, acl=acl, limit=10, mode="dense", exact=True)
+            assert {h.chunk.id for h in exact} == _exact_top10(built, q, groups)
+            hits = await sealed.search(dense=q.tolist(), text=None, acl=acl, limit=10, mode="dense")
+            assert {h.chunk.acl_groups[0] for h in hits} <= groups | {PUBLIC_GROUP}
+            found += len({h.chunk.id for h in hits} & {h.chunk.id for h in exact})
+        return found / (10 * len(queries))
+
+    assert asyncio.run(compare()) >= 0.95
+
+
+def test_indexing_threshold_past_the_segment_size_is_refused() -> None:
+    with pytest.raises(SettingsError, match="DOCQUERY_QDRANT__INDEXING_THRESHOLD_KB is larger than"):
+        Settings(qdrant={"indexing_threshold_kb": 300_000, "max_segment_size_kb": 200_000})
+    assert Settings(qdrant={"indexing_threshold_kb": 200_000, "max_segment_size_kb": 200_000})
