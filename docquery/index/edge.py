@@ -177,7 +177,7 @@ class EdgeEngine:
         # upsert seals it (optimize) once it holds a full segment of dense vectors, as a server's
         # optimizers would, so segments stay within max_segment_size_kb (tuning.py).
         self._seal_after = max(1, self._tuning.seal_points(dimension))
-        self._unsealed = 0  # points upserted since the last optimize by this process
+        self._unsealed = 0  # dense vectors upserted since the last optimize by this process
         self.seal_s = 0.0  # seconds spent sealing, for the ingest log and benchmarks
         with _guard("open"):
             self.created = not (path / "edge_config.json").exists()
@@ -212,7 +212,7 @@ class EdgeEngine:
 
     def _seal(self) -> None:
         """Index the full appendable segment now; the engine opens a new one for the next writes."""
-        log.info("index: sealing a full segment of %d points (HNSW, int8)", self._unsealed)
+        log.info("index: sealing a full segment of %d chunks", self._unsealed)
         t0 = time.monotonic()
         self.optimize()
         took = time.monotonic() - t0
