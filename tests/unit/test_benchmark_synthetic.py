@@ -18,6 +18,7 @@ from benchmarks import scale, search_latency
 from benchmarks.synthetic import GROUPS, TextMaker, group_of, percentile
 from docquery.core.collection import PUBLIC_GROUP
 from docquery.core.domain import IndexedChunk
+from docquery.index.engine import Stats
 
 CHUNKS, QUERIES, SEED = 4500, 150, 42
 SCALE_SHA256 = "d3c6e8220a5f24214262186e15886aa9a98a5a09a9085bbb9c39d926cc55bf6c"
@@ -42,6 +43,10 @@ class Recorder:
     def flush(self) -> None:
         """Nothing buffered."""
 
+    def stats(self) -> Stats:
+        """No segment is ever sealed here (build() subtracts the seal time from the write time)."""
+        return Stats(points=self.written, indexed_vectors=0, segments=1)
+
     def add_queries(self, vectors: np.ndarray, texts: list[str]) -> str:
         self.digest.update(np.asarray(vectors, dtype=np.float64).tobytes())
         self.digest.update("\n".join(texts).encode())
@@ -52,7 +57,7 @@ def test_scale_corpus_is_unchanged() -> None:
     rng = np.random.default_rng(SEED)
     text = TextMaker(rng)
     rec = Recorder()
-    scale.build(rec, CHUNKS, rng, text)  # only upsert and flush are called
+    scale.build(rec, CHUNKS, rng, text)  # only upsert, flush and stats are called
     digest = rec.add_queries(scale.unit_vectors(rng, QUERIES), text.texts(QUERIES, 3, 9))
     assert rec.written == CHUNKS
     assert digest == SCALE_SHA256
