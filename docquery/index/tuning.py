@@ -55,8 +55,9 @@ class IndexTuning:
         """Dense points of ``dimension`` floats that fill a segment of ``max_segment_size_kb``.
 
         The embedded engine seals its appendable segment at this size during a write, so a large
-        collection is several bounded segments (searched in parallel, each caller's scope in one
-        under the full-scan threshold) instead of one that grows with every write.
+        collection is several bounded segments (searched in parallel; the scope of a caller who sees
+        under about half of the collection stays under the full-scan threshold in each) instead of
+        one that grows with every write.
         """
         return self.max_segment_size_kb * 1024 // (dimension * 4)
 
