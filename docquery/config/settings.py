@@ -75,8 +75,9 @@ class QdrantSettings(_Section):
     """Dense vectors kept as int8 scalars in RAM for search (rescored on the originals), or not quantized."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     """Candidates fetched from the quantized vectors per result, before rescoring; applies to every search."""
-    indexing_threshold_kb: int = Field(default=10_000, ge=0)
-    """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize."""
+    indexing_threshold_kb: int = Field(default=10_000, ge=1)
+    """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize. At least 1:
+    Qdrant reads 0 as "never index"."""
     max_segment_size_kb: int = Field(default=200_000, ge=1_000)
     """Largest segment the optimizer builds by merging; the embedded engine also seals (indexes) its
     appendable segment once a write fills one of this size."""

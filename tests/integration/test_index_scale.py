@@ -322,7 +322,10 @@ def test_sealed_segments_return_the_same_exact_hits_and_keep_recall(
     assert asyncio.run(compare()) >= 0.95
 
 
-def test_indexing_threshold_past_the_segment_size_is_refused() -> None:
+def test_indexing_thresholds_that_would_stop_indexing_are_refused() -> None:
     with pytest.raises(SettingsError, match="DOCQUERY_QDRANT__INDEXING_THRESHOLD_KB is larger than"):
         Settings(qdrant={"indexing_threshold_kb": 300_000, "max_segment_size_kb": 200_000})
     assert Settings(qdrant={"indexing_threshold_kb": 200_000, "max_segment_size_kb": 200_000})
+    # Qdrant reads 0 as "never index": no HNSW, no int8, and no segment ever sealed.
+    with pytest.raises(SettingsError, match="qdrant.indexing_threshold_kb"):
+        Settings(qdrant={"indexing_threshold_kb": 0})
