@@ -286,7 +286,9 @@ def test_a_long_write_seals_full_segments_instead_of_growing_one(sealed: QdrantI
     assert stats.seal_s == sealed.stats().seal_s  # reading the stats seals nothing
 
 
-def test_a_write_below_the_seal_size_rebuilds_nothing(tmp_path: Path) -> None:
+def test_a_write_below_the_seal_size_rebuilds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    releases: list[bool] = []
+    monkeypatch.setattr(edge, "release_free_heap", lambda: releases.append(True) or True)
     index = open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=SEALING)
     items = _chunks(_unit(np.random.default_rng(3), 1024), np.random.default_rng(4))
     for lo in range(0, 1000, 100):
@@ -294,10 +296,12 @@ def test_a_write_below_the_seal_size_rebuilds_nothing(tmp_path: Path) -> None:
     before = index.stats()
     assert before.seal_s == 0.0
     assert before.indexed_vectors == 1000  # only the sparse vectors: no HNSW segment yet
+    assert releases == []
     index.upsert(items[1000:])  # the 1,024th dense vector: the segment is full and sealed
     after = index.stats()
     assert after.seal_s > 0
     assert after.indexed_vectors == 2 * 1024
+    assert releases == [True]  # the heap the seal freed goes back to the kernel
     index.close()
 
 
@@ -327,5 +331,5 @@ def test_indexing_thresholds_that_would_stop_indexing_are_refused() -> None:
         Settings(qdrant={"indexing_threshold_kb": 300_000, "max_segment_size_kb": 200_000})
     assert Settings(qdrant={"indexing_threshold_kb": 200_000, "max_segment_size_kb": 200_000})
     # Qdrant reads 0 as "never index": no HNSW, no int8, and no segment ever sealed.
-    with pytest.raises(SettingsError, match="qdrant.indexing_threshold_kb"):
+    with pytest.raises(SettingsError, match=r"qdrant\.indexing_threshold_kb"):
         Settings(qdrant={"indexing_threshold_kb": 0})
