@@ -52,7 +52,6 @@ from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
 from docquery.core.errors import VectorIndexError
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
-from docquery.runtime.malloc import release_free_heap
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +215,6 @@ class EdgeEngine:
         log.info("index: sealing a full segment of %d chunks", self._unsealed)
         t0 = time.monotonic()
         self.optimize()
-        # The build of a segment frees most of what it allocated; glibc would keep it in the process.
-        release_free_heap()
         took = time.monotonic() - t0
         self.seal_s += took
         log.info("index: segment sealed in %.1fs", took)

@@ -1,4 +1,4 @@
-"""glibc malloc settings for a process that embeds in bulk (``docquery ingest``, ``docquery eval``), and a heap release.
+"""glibc malloc settings for a process that embeds in bulk (``docquery ingest``, ``docquery eval``).
 
 torch on CPU allocates every intermediate tensor afresh: a pass of 32 chunks makes hundreds of
 buffers of 1 to 25 MB and frees them again. glibc's defaults hand buffers that large back to
@@ -58,22 +58,3 @@ def tune_for_bulk_embedding() -> bool:
     if not applied:
         log.warning("malloc tuning: glibc refused a setting; bulk embedding may fault more")
     return applied
-
-
-def release_free_heap() -> bool:
-    """Hand the memory glibc holds free, in every arena, back to the kernel (``malloc_trim(0)``).
-
-    For after a large build frees what it used (the embedded engine's segment seal): glibc keeps
-    freed blocks below the top of each heap, so without this they stay in the process as
-    anonymous memory and the next seal's peak stacks on them. A freed page is only returned, not
-    lost: the next allocation faults it in again. On a C library other than glibc it does nothing
-    and returns False.
-    """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
-    return bool(trim(0))
