@@ -61,8 +61,12 @@ def per_query(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, dic
     return scores
 
 
-def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
-    """Mean of each metric in ``METRIC_KEYS`` over the judged queries."""
-    scores = per_query(run, qrels)
+def mean_scores(scores: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Mean of each metric in ``METRIC_KEYS`` over ``per_query``'s scores (0 when none is judged)."""
     n = len(scores)
     return {key: (sum(s[key] for s in scores.values()) / n if n else 0.0) for key in METRIC_KEYS}
+
+
+def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
+    """Mean of each metric in ``METRIC_KEYS`` over the judged queries."""
+    return mean_scores(per_query(run, qrels))

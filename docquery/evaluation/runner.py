@@ -26,7 +26,7 @@ from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.core.ports import Embedder, SearchMode
 from docquery.evaluation.beir import BeirDataset, load_beir
 from docquery.evaluation.cache import Matrix, embed_all
-from docquery.evaluation.metrics import Run, evaluate, per_query
+from docquery.evaluation.metrics import Run, mean_scores, per_query
 from docquery.evaluation.progress import NullProgress, Progress
 from docquery.index import FusionParams, QdrantIndex, open_edge
 
@@ -207,13 +207,14 @@ def run_eval(
         run = asyncio.run(
             run_queries(index, dataset.queries, qvecs, mode=config.mode, depth=config.depth, progress=progress)
         )
+    scores = per_query(run, dataset.qrels)
     return EvalResult(
-        metrics=evaluate(run, dataset.qrels),
+        metrics=mean_scores(scores),
         mode=config.mode,
         split=config.split,
         n_queries=len(dataset.queries),
         n_docs=len(dataset.corpus),
         n_chunks=len(chunks),
         seconds=time.monotonic() - started,
-        per_query=per_query(run, dataset.qrels),
+        per_query=scores,
     )
