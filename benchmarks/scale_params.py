@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from qdrant_edge import AcornSearchParams, QuantizationSearchParams, SearchParams
+from qdrant_edge import AcornSearchParams, SearchParams
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -47,11 +47,11 @@ def with_acorn(product: Callable[..., SearchParams]) -> Callable[..., SearchPara
     """The product's dense search parameters with Qdrant's ACORN filtered search turned on."""
 
     def params(t: IndexTuning, *, exact: bool = False) -> SearchParams:
+        base = product(t, exact=exact)
         if exact:
-            return product(t, exact=True)
-        quantization = QuantizationSearchParams(rescore=True, oversampling=t.oversampling)
+            return base
         acorn = AcornSearchParams(enable=True, max_selectivity=0.4)
-        return SearchParams(hnsw_ef=t.hnsw_ef, quantization=quantization, acorn=acorn)
+        return SearchParams(hnsw_ef=base.hnsw_ef, exact=base.exact, quantization=base.quantization, acorn=acorn)
 
     return params
 
