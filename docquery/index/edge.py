@@ -168,8 +168,10 @@ class EdgeEngine:
     """One collection in an embedded Edge shard at ``path``."""
 
     def __init__(self, path: Path, *, dimension: int, tuning: IndexTuning | None = None) -> None:
-        self._lock = threading.Lock()
+        # Held for every call into the shard, so a reopen after a seal never swaps it under a reader.
+        self._lock = threading.RLock()
         self._closed = False
+        self._path = path
         self._tuning = tuning or IndexTuning()
         self._dense_params = search_params(self._tuning)
         self._exact_params = search_params(self._tuning, exact=True)
@@ -193,9 +195,9 @@ class EdgeEngine:
     async def query(self, searches: Sequence[e.Search]) -> list[list[e.Found]]:
         # Called on the caller's thread, without a hand-off: the engine holds the GIL for the
         # whole query, so a worker thread would not free the event loop (test_query_placement.py).
-        with _guard("search"):
+        with self._use("search") as shard:
             requests = [_request(s, self._dense_params, self._exact_params) for s in searches]
-            batches = self._shard.query_batch(QueryBatchRequest(requests))
+            batches = shard.query_batch(QueryBatchRequest(requests))
         return [[_found(p) for p in points] for points in batches]
 
     def upsert(self, points: Sequence[e.Point]) -> None:
@@ -219,6 +221,21 @@ class EdgeEngine:
         self.seal_s += took
         log.info("index: segment sealed in %.1fs", took)
 
+    def _reopen(self) -> None:
+        with self._use("reopen") as shard:
+            shard.close()  # flushes first
+            self._closed = True  # until the load succeeds: a failed one leaves no half-open shard behind
+            self._shard = EdgeShard.load(str(self._path))
+            self._closed = False
+
+    @contextmanager
+    def _use(self, operation: str) -> Iterator[EdgeShard]:
+        """The open shard, under the lock, with the engine's errors made ``VectorIndexError``."""
+        with self._lock, _guard(operation):
+            if self._closed:
+                raise RuntimeError("the index is closed")
+            yield self._shard
+
     def delete(self, *, ids: Sequence[str] = (), where: e.Where | None = None) -> None:
         if where is not None:
             self._update("delete", UpdateOperation.delete_points_by_filter(_filter(where)))
@@ -232,21 +249,21 @@ class EdgeEngine:
             self._update("set payload", UpdateOperation.set_payload([uuid.UUID(i) for i in ids], dict(payload)))
 
     def retrieve(self, ids: Sequence[str]) -> list[e.Found]:
-        with _guard("retrieve"):
-            records = self._shard.retrieve([uuid.UUID(i) for i in ids], with_payload=True, with_vector=False)
+        with self._use("retrieve") as shard:
+            records = shard.retrieve([uuid.UUID(i) for i in ids], with_payload=True, with_vector=False)
         return [_found(r) for r in records]
 
     def scroll(self, where: e.Where, *, with_payload: bool, offset: Any, limit: int) -> tuple[list[e.Found], Any]:
         request = ScrollRequest(
             offset=offset, limit=limit, filter=_filter(where), with_payload=with_payload, with_vector=False
         )
-        with _guard("scroll"):
-            records, after = self._shard.scroll(request)
+        with self._use("scroll") as shard:
+            records, after = shard.scroll(request)
         return [_found(r) for r in records], after
 
     def count(self, where: e.Where) -> int:
-        with _guard("count"):
-            return int(self._shard.count(CountRequest(filter=_filter(where), exact=True)))
+        with self._use("count") as shard:
+            return int(shard.count(CountRequest(filter=_filter(where), exact=True)))
 
     def create_indexes(self) -> None:
         for key, hnsw in IndexTuning.payload_keys():
@@ -254,23 +271,31 @@ class EdgeEngine:
             self._update("create index", UpdateOperation.create_field_index(key.value, params))
 
     def flush(self) -> None:
-        with _guard("flush"):
-            self._shard.flush()
+        with self._use("flush") as shard:
+            shard.flush()
 
     def optimize(self) -> bool:
         """Run the optimizers their thresholds call for (HNSW, quantization, merges, vacuum); blocks until done.
 
         Edge never optimizes on its own: without this, every segment is searched by exact scan.
         Segments under the indexing threshold are left as they are, so this is cheap when little changed.
+
+        When it rebuilt a segment, the shard is closed and loaded again. An open shard keeps every
+        segment an optimize replaced, in memory and on disk, until it closes: each seal of a long
+        write would leave its old appendable segment behind, and a million-chunk write outgrew a
+        4 GB node that way (docs/benchmarks.md). A reload takes seconds even at that size.
         """
-        with _guard("optimize"):
-            rebuilt = bool(self._shard.optimize())
-        self._unsealed = 0
+        with self._lock:
+            with self._use("optimize") as shard:
+                rebuilt = bool(shard.optimize())
+            self._unsealed = 0
+            if rebuilt:
+                self._reopen()
         return rebuilt
 
     def stats(self) -> e.Stats:
-        with _guard("info"):
-            info = self._shard.info()
+        with self._use("info") as shard:
+            info = shard.info()
         return e.Stats(
             points=int(info.points_count),
             indexed_vectors=int(info.indexed_vectors_count),
@@ -292,5 +317,5 @@ class EdgeEngine:
         """Nothing belongs to an event loop here."""
 
     def _update(self, operation: str, op: UpdateOperation) -> None:
-        with _guard(operation):
-            self._shard.update(op)
+        with self._use(operation) as shard:
+            shard.update(op)

@@ -22,6 +22,7 @@ from qdrant_edge import PayloadSchemaType
 from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
 from docquery.core.domain import AclFilter, Chunk, IndexedChunk
+from docquery.core.errors import VectorIndexError
 from docquery.index import IndexTuning, QdrantIndex, edge, open_edge, open_server, server
 from docquery.index.engine import Match, Nearest, RankFusion, Search, Sparse, Where
 from docquery.wiring import index_tuning
@@ -299,6 +300,55 @@ def test_a_write_below_the_seal_size_rebuilds_nothing(tmp_path: Path) -> None:
     assert after.seal_s > 0
     assert after.indexed_vectors == 2 * 1024
     index.close()
+
+
+def _segments(shard: Path) -> tuple[set[str], set[str]]:
+    """Segment directories of ``shard`` on disk, and those this process has files of mapped."""
+    on_disk = {p.name for p in (shard / "segments").iterdir()}
+    marker = f"{shard}/segments/"
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    mapped = {line.split(marker, 1)[1].split("/", 1)[0] for line in maps if marker in line}
+    return on_disk, mapped
+
+
+def test_a_seal_leaves_no_replaced_segment_in_memory_or_on_disk(tmp_path: Path) -> None:
+    """An open shard keeps each segment an optimize replaced until it closes; the engine reloads it."""
+    shard = tmp_path / "s"
+    index = open_edge(shard, name="c", model_id="m", dimension=DIM, tuning=SEALING)
+    items = _chunks(_unit(np.random.default_rng(5), 3 * 1024 + 100), np.random.default_rng(6))
+    for lo in range(0, len(items), 500):
+        index.upsert(items[lo : lo + 500])
+        on_disk, mapped = _segments(shard)
+        assert mapped <= on_disk
+        assert len(on_disk) == index.stats().segments  # nothing kept beside the live segments
+    assert index.stats().seal_s > 0
+    assert index.stats().points == len(items) + 1
+    hits = asyncio.run(
+        index.search(dense=items[-1].dense, text=None, acl=AclFilter.for_groups({"g1", "g2"}), limit=3, mode="dense")
+    )
+    assert hits  # the reloaded shard serves the writes on both sides of each reload
+    index.close()
+
+
+def test_a_failed_reload_leaves_a_closed_index_not_a_half_open_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=SEALING)
+    items = _chunks(_unit(np.random.default_rng(8), 1024), np.random.default_rng(9))
+    index.upsert(items[:1000])
+
+    class Unloadable:
+        @staticmethod
+        def load(path: str) -> None:
+            raise OSError(f"cannot open {path}")
+
+    monkeypatch.setattr(edge, "EdgeShard", Unloadable)
+    with pytest.raises(VectorIndexError, match="cannot open"):
+        index.upsert(items[1000:])  # the 1,024th vector seals, and the reload after it fails
+    assert not index.ready()
+    with pytest.raises(VectorIndexError, match="closed"):
+        index.stats()
+    index.close()  # closing what is already closed is quiet
 
 
 @pytest.mark.parametrize("groups", [{"g1"}, {"g1", "g2", "g3"}])
