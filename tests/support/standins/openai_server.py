@@ -229,8 +229,14 @@ def build_app(config: StandInConfig, stats: Stats) -> Starlette:
             yield event({}, config.finish_reason)
             if include_usage:  # as OpenAI and vLLM do: a last chunk with no choices
                 n = len(chunks)
-                tail = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": config.model,
-                        "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}}
+                tail = {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": config.model,
+                    "choices": [],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
+                }
                 yield f"data: {json.dumps(tail)}\n\n".encode()
             yield b"data: [DONE]\n\n"
         finally:
