@@ -266,9 +266,9 @@ class EdgeEngine:
             return int(shard.count(CountRequest(filter=_filter(where), exact=True)))
 
     def create_indexes(self) -> None:
-        for key, hnsw in IndexTuning.payload_keys():
-            params = KeywordIndexParams(enable_hnsw=hnsw)
-            self._update("create index", UpdateOperation.create_field_index(key.value, params))
+        for index in IndexTuning.payload_keys():
+            params = KeywordIndexParams(enable_hnsw=index.hnsw, is_tenant=index.tenant)
+            self._update("create index", UpdateOperation.create_field_index(index.key.value, params))
 
     def flush(self) -> None:
         with self._use("flush") as shard:

@@ -304,9 +304,11 @@ class ServerEngine:
         with _guard("create index", self._lock), warnings.catch_warnings():
             # Local mode warns that payload indexes do nothing there (it scans); the server uses them.
             warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
-            for key, hnsw in IndexTuning.payload_keys():
-                schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=hnsw)
-                self._client.create_payload_index(self.name, key.value, schema, wait=True)
+            for index in IndexTuning.payload_keys():
+                schema = models.KeywordIndexParams(
+                    type=models.KeywordIndexType.KEYWORD, enable_hnsw=index.hnsw, is_tenant=index.tenant
+                )
+                self._client.create_payload_index(self.name, index.key.value, schema, wait=True)
 
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""

@@ -9,7 +9,7 @@ search-time fields (``oversampling``, ``hnsw_ef``) apply to every collection on 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from docquery.core.collection import INDEXED_KEYWORDS, Key
 
@@ -19,6 +19,16 @@ QuantizationKind = Literal["int8", "none"]
 # which every search filters on. ``kind`` = chunk holds nearly every point, so links for it
 # would duplicate the whole graph; doc_id, root and content_sha256 only filter reads and deletes.
 HNSW_PAYLOAD_KEYS: frozenset[Key] = frozenset({Key.ACL_GROUPS})
+# Fields every search filters on, which Qdrant stores as tenants (``is_tenant``): a segment keeps
+# the points of one value together, so the scan of a caller's scope reads fewer, contiguous blocks.
+# The filter is the same; only the layout changes (docs/benchmarks.md, "Tenant layout").
+TENANT_KEYS: frozenset[Key] = frozenset({Key.ACL_GROUPS})
+
+
+class KeywordIndex(NamedTuple):
+    key: Key
+    hnsw: bool  # HNSW payload links of its own (filterable HNSW)
+    tenant: bool  # stored by value (Qdrant's is_tenant)
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,6 @@ class IndexTuning:
         return self.max_segment_size_kb * 1024 // (dimension * 4)
 
     @staticmethod
-    def payload_keys() -> tuple[tuple[Key, bool], ...]:
-        """Each keyword-indexed field and whether it gets HNSW payload links."""
-        return tuple((key, key in HNSW_PAYLOAD_KEYS) for key in INDEXED_KEYWORDS)
+    def payload_keys() -> tuple[KeywordIndex, ...]:
+        """Each keyword-indexed field, whether it gets HNSW payload links, and whether it is a tenant."""
+        return tuple(KeywordIndex(key, key in HNSW_PAYLOAD_KEYS, key in TENANT_KEYS) for key in INDEXED_KEYWORDS)

@@ -99,6 +99,8 @@ def test_new_collection_has_keyword_indexes_on_acl_and_kind(built: Built) -> Non
     # Filterable HNSW: the ACL groups get links of their own, the near-universal kind does not.
     assert schema[Key.ACL_GROUPS.value].params.enable_hnsw is True
     assert schema[Key.KIND.value].params.enable_hnsw is False
+    # Every search filters on the ACL groups: the engine stores them as tenants, nothing else.
+    assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.is_tenant} == {Key.ACL_GROUPS.value}
     assert schema[Key.ACL_GROUPS.value].points == N
     assert schema[Key.KIND.value].points == N + 1  # the chunks and the meta point
 
@@ -239,6 +241,7 @@ def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes()
     assert (opt.indexing_threshold, opt.max_segment_size) == (10_000, 50_000)
     assert set(client.indexes) == {k.value for k in INDEXED_KEYWORDS}
     assert {k for k, schema in client.indexes.items() if schema.enable_hnsw} == {Key.ACL_GROUPS.value}
+    assert {k for k, schema in client.indexes.items() if schema.is_tenant} == {Key.ACL_GROUPS.value}
     client.close()
 
 
