@@ -168,7 +168,7 @@ class EdgeEngine:
     """One collection in an embedded Edge shard at ``path``."""
 
     def __init__(self, path: Path, *, dimension: int, tuning: IndexTuning | None = None) -> None:
-        # Held for every call into the shard, so a reopen after a seal never swaps it under a reader.
+        # Held for every call into the shard, so the reload after an optimize never swaps it under a reader.
         self._lock = threading.RLock()
         self._closed = False
         self._path = path
