@@ -326,10 +326,16 @@ def test_a_seal_leaves_no_replaced_segment_in_memory_or_on_disk(tmp_path: Path) 
         assert len(on_disk) == index.stats().segments  # nothing kept beside the live segments
     assert index.stats().seal_s > 0
     assert index.stats().points == len(items) + 1
-    hits = asyncio.run(
-        index.search(dense=items[-1].dense, text=None, acl=AclFilter.for_groups({"g1", "g2"}), limit=3, mode="dense")
-    )
-    assert hits  # the reloaded shard serves the writes on both sides of each reload
+
+    async def top_hit(i: int) -> str:
+        acl = AclFilter.for_groups({_group(i)})
+        hits = await index.search(dense=items[i].dense, text=None, acl=acl, limit=1, mode="dense", exact=True)
+        return hits[0].chunk.id
+
+    # A chunk written before each reload, and after the last: each is found by its own vector.
+    written = [1, 1023, 1025, 2047, 2049, 3071, len(items) - 1]
+    assert all(i % 20 for i in written)  # none public, so each has one group
+    assert [asyncio.run(top_hit(i)) for i in written] == [items[i].chunk.id for i in written]
     index.close()
 
 
