@@ -168,7 +168,7 @@ class EdgeEngine:
     """One collection in an embedded Edge shard at ``path``."""
 
     def __init__(self, path: Path, *, dimension: int, tuning: IndexTuning | None = None) -> None:
-        # Held for every call into the shard, so the reload after an optimize never swaps it under a reader.
+        # Held for every call into the shard, so the reload after a seal never swaps it under a reader.
         self._lock = threading.RLock()
         self._closed = False
         self._path = path
@@ -213,10 +213,19 @@ class EdgeEngine:
                 self._seal()
 
     def _seal(self) -> None:
-        """Index the full appendable segment now; the engine opens a new one for the next writes."""
+        """Index the full appendable segment now; the engine opens a new one for the next writes.
+
+        Then the shard is closed and loaded again, since the write goes on. An open shard keeps every
+        segment an optimize replaced, in memory and on disk, until it closes: without the reload each
+        seal of a long write left its old appendable segment behind, and a million-chunk write outgrew
+        a 4 GB node that way (docs/benchmarks.md). A reload takes seconds even at that size. A plain
+        ``optimize()`` does not reload: its callers close the shard next (the end of an ingest).
+        """
         log.info("index: sealing a full segment of %d chunks", self._unsealed)
         t0 = time.monotonic()
-        self.optimize()
+        with self._lock:
+            self.optimize()
+            self._reopen()
         took = time.monotonic() - t0
         self.seal_s += took
         log.info("index: segment sealed in %.1fs", took)
@@ -279,18 +288,10 @@ class EdgeEngine:
 
         Edge never optimizes on its own: without this, every segment is searched by exact scan.
         Segments under the indexing threshold are left as they are, so this is cheap when little changed.
-
-        When it rebuilt a segment, the shard is closed and loaded again. An open shard keeps every
-        segment an optimize replaced, in memory and on disk, until it closes: each seal of a long
-        write would leave its old appendable segment behind, and a million-chunk write outgrew a
-        4 GB node that way (docs/benchmarks.md). A reload takes seconds even at that size.
         """
-        with self._lock:
-            with self._use("optimize") as shard:
-                rebuilt = bool(shard.optimize())
-            self._unsealed = 0
-            if rebuilt:
-                self._reopen()
+        with self._use("optimize") as shard:
+            rebuilt = bool(shard.optimize())
+        self._unsealed = 0
         return rebuilt
 
     def stats(self) -> e.Stats:
