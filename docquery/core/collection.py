@@ -2,7 +2,9 @@
 
 One Qdrant collection holds three kinds of points, told apart by ``kind``:
 
-* ``chunk``: a chunk with a dense vector ``dense`` and a sparse BM25 vector ``bm25``;
+* ``chunk``: a chunk with a dense vector ``dense`` and a sparse BM25 vector ``bm25``, and
+  ``readers``, the ACL labels that may find it in a search (``quarantined_chunk``, its
+  quarantined twin, keeps its ``acl_groups`` but has no ``readers``);
 * ``document``: one record per source document (hash, chunk count, ACL, status),
   with no vectors, so ingest can skip, replace and delete documents without a
   second database;
@@ -52,6 +54,9 @@ class Key(StrEnum):
     CHUNK_INDEX = "chunk_index"
     CONTENT_SHA256 = "content_sha256"
     ACL_GROUPS = "acl_groups"
+    # The labels that may find the point in a search: a searchable chunk's ACL groups, and on no
+    # other point. Every search filters on this key alone (docquery/index/filters.py).
+    READERS = "readers"
     INGESTED_AT = "ingested_at"
     TEXT = "text"
     FLAGS = "flags"
@@ -66,11 +71,16 @@ class Key(StrEnum):
     EXTRA = "extra"
 
 
-INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.ROOT, Key.CONTENT_SHA256)
+INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.ACL_GROUPS, Key.READERS, Key.ROOT, Key.CONTENT_SHA256)
 # 2: quarantined chunks are their own kind (was: kind=chunk plus quarantined=true). The
 # quarantined flag early v2 builds still wrote is no longer written; nothing ever read it in
 # v2, so v2 collections written with or without it read the same: no version change.
-SCHEMA_VERSION = 2
+# 3: searchable chunks carry ``readers`` (their ACL groups), and the search filter asks for it
+# alone, not for kind == chunk and the ACL groups: the engine then takes each of the caller's labels
+# as an index lookup and checks nothing more per candidate (docs/benchmarks.md, "One search key").
+# A v2 collection has no ``readers``, so a search of this build would find nothing in it: it is
+# refused, and re-ingested.
+SCHEMA_VERSION = 3
 CHUNK_KINDS = (Kind.CHUNK.value, Kind.QUARANTINED_CHUNK.value)
 
 

@@ -64,15 +64,20 @@ def _guard(operation: str) -> Iterator[None]:
         raise VectorIndexError(operation, e.first_line(exc)) from None
 
 
+def _condition(m: e.Match) -> FieldCondition:
+    match = MatchValue(m.values[0]) if len(m.values) == 1 else MatchAny(any=list(m.values))
+    return FieldCondition(key=m.key, match=match)
+
+
 def _filter(where: e.Where) -> Filter:
-    must: list[Any] = [
-        FieldCondition(key=m.key, match=MatchValue(m.values[0]) if len(m.values) == 1 else MatchAny(any=list(m.values)))
-        for m in where.must
-    ]
     except_ids: list[Any] | None = (
         [HasIdCondition({uuid.UUID(i) for i in where.except_ids})] if where.except_ids else None
     )
-    return Filter(must=must, must_not=except_ids)
+    return Filter(
+        must=[_condition(m) for m in where.must] or None,
+        should=[_condition(m) for m in where.any_of] or None,
+        must_not=except_ids,
+    )
 
 
 def _vector(v: list[float] | e.SparseLike) -> Any:

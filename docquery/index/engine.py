@@ -24,10 +24,17 @@ class Match:
 
 @dataclass(frozen=True)
 class Where:
-    """All of ``must``, and none of the points in ``except_ids``."""
+    """All of ``must``, at least one of ``any_of`` (when it has any), and none of ``except_ids``.
 
-    must: tuple[Match, ...]
+    ``any_of`` holds one single-valued ``Match`` per value where a search asks for one of many
+    values: the engine takes each as a primary clause (ids merged through a bitmap, no check of
+    the candidate again), where one many-valued ``Match`` merges its ids through a hash set. An
+    empty ``any_of`` is no clause at all, so a filter that must admit nothing may not rely on it.
+    """
+
+    must: tuple[Match, ...] = ()
     except_ids: tuple[str, ...] = ()
+    any_of: tuple[Match, ...] = ()
 
 
 class SparseLike(Protocol):

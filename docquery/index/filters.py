@@ -25,10 +25,17 @@ def groups(acl: AclFilter) -> Match:
 
 
 def acl_chunks(acl: AclFilter) -> Where:
-    # Applied inside the vector query and each prefetch: post-filtering top-k would both
-    # leak timing and starve callers of their own documents. kind == chunk also excludes
-    # quarantined chunks (their own kind), document records and the meta point.
-    return Where(must=(kind(Kind.CHUNK), groups(acl)))
+    """The chunks ``acl`` may find: a point whose ``readers`` hold one of its labels.
+
+    Only searchable chunks carry ``readers`` (``payload.chunk_payload``), so this one key also
+    keeps out quarantined chunks, document records and the meta point. Applied inside the
+    vector query and each prefetch: post-filtering top-k would both leak timing and starve
+    callers of their own documents.
+    """
+    if acl.allows_nothing:
+        # An empty any_of is no clause at all: it would admit every chunk.
+        raise ValueError("an ACL filter without labels admits nothing; do not search with it")
+    return Where(any_of=tuple(Match(Key.READERS.value, (label,)) for label in acl.labels))
 
 
 def doc_chunks(doc_id: str, *, except_ids: tuple[str, ...] = ()) -> Where:

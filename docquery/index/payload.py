@@ -15,7 +15,7 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
     # aad binds the ciphertext to its point: copied onto another point (say, one
     # with a wider ACL) it no longer decrypts.
     text = cipher.encrypt(c.text, aad=c.id) if cipher is not None else c.text
-    return {
+    out: dict[str, Any] = {
         Key.KIND: (Kind.QUARANTINED_CHUNK if item.quarantined else Kind.CHUNK).value,
         Key.DOC_ID: c.doc_id,
         Key.SOURCE: c.source,
@@ -31,6 +31,9 @@ def chunk_payload(item: IndexedChunk, cipher: TextCipher | None) -> dict[str, An
         Key.CHAR_START: c.char_start,
         Key.CHAR_END: c.char_end,
     }
+    if not item.quarantined:
+        out[Key.READERS] = list(c.acl_groups)  # what every search filters on: searchable chunks only
+    return out
 
 
 def chunk_from_payload(point_id: object, payload: Mapping[str, Any], cipher: TextCipher | None) -> Chunk:

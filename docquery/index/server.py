@@ -56,18 +56,22 @@ def _guard(operation: str, lock: threading.RLock | None) -> Iterator[None]:
         raise VectorIndexError(operation, _safe(exc)) from None
 
 
+def _condition(m: e.Match) -> models.Condition:
+    return models.FieldCondition(
+        key=m.key,
+        match=models.MatchValue(value=m.values[0]) if len(m.values) == 1 else models.MatchAny(any=list(m.values)),
+    )
+
+
 def _filter(where: e.Where) -> models.Filter:
-    must: list[models.Condition] = [
-        models.FieldCondition(
-            key=m.key,
-            match=models.MatchValue(value=m.values[0]) if len(m.values) == 1 else models.MatchAny(any=list(m.values)),
-        )
-        for m in where.must
-    ]
     except_ids: list[models.Condition] | None = (
         [models.HasIdCondition(has_id=[str(uuid.UUID(i)) for i in where.except_ids])] if where.except_ids else None
     )
-    return models.Filter(must=must, must_not=except_ids)
+    return models.Filter(
+        must=[_condition(m) for m in where.must] or None,
+        should=[_condition(m) for m in where.any_of] or None,
+        must_not=except_ids,
+    )
 
 
 def _vector(v: list[float] | e.SparseLike) -> list[float] | models.SparseVector:

@@ -178,8 +178,13 @@ class QdrantIndex:
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
-        # Payload-only update: vectors stay untouched, so no re-embedding.
-        self._engine.set_payload({Key.ACL_GROUPS.value: list(acl_groups)}, where=Where(must=(filters.doc(doc_id),)))
+        # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks
+        # first, readers and groups in one write per point, so a search follows the new ACL from
+        # the first write on; then the groups of the document's other points (record, quarantined).
+        groups = list(acl_groups)
+        searchable = Where(must=(filters.kind(Kind.CHUNK), filters.doc(doc_id)))
+        self._engine.set_payload({Key.READERS.value: groups, Key.ACL_GROUPS.value: groups}, where=searchable)
+        self._engine.set_payload({Key.ACL_GROUPS.value: groups}, where=Where(must=(filters.doc(doc_id),)))
 
     def _scroll(self, where: Where, *, with_payload: bool) -> list[Found]:
         out: list[Found] = []

@@ -23,7 +23,7 @@ from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import DENSE_VECTOR, INDEXED_KEYWORDS, PUBLIC_GROUP, SPARSE_VECTOR, Key, chunk_point_id
 from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.core.errors import VectorIndexError
-from docquery.index import IndexTuning, QdrantIndex, edge, open_edge, open_server, server
+from docquery.index import IndexTuning, QdrantIndex, edge, filters, open_edge, open_server, server
 from docquery.index.engine import Match, Nearest, RankFusion, Search, Sparse, Where
 from docquery.wiring import index_tuning
 
@@ -91,16 +91,17 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     index.close()
 
 
-def test_new_collection_has_keyword_indexes_on_acl_and_kind(built: Built) -> None:
+def test_new_collection_has_keyword_indexes_on_readers_acl_and_kind(built: Built) -> None:
     schema = built.index._engine._shard.info().payload_schema  # type: ignore[attr-defined]
     assert {str(k) for k in INDEXED_KEYWORDS} <= set(schema)
     for key in INDEXED_KEYWORDS:
         assert schema[key.value].data_type == PayloadSchemaType.Keyword
-    # Filterable HNSW: the ACL groups get links of their own, the near-universal kind does not.
-    assert schema[Key.ACL_GROUPS.value].params.enable_hnsw is True
-    assert schema[Key.KIND.value].params.enable_hnsw is False
-    # Every search filters on the ACL groups: the engine stores them as tenants, nothing else.
-    assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.is_tenant} == {Key.ACL_GROUPS.value}
+    # Filterable HNSW: the readers, which every search filters on, get links of their own; the
+    # near-universal kind and the groups (read by document listings only) do not.
+    assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.enable_hnsw} == {Key.READERS.value}
+    # The engine stores the readers as tenants, and nothing else.
+    assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.is_tenant} == {Key.READERS.value}
+    assert schema[Key.READERS.value].points == N
     assert schema[Key.ACL_GROUPS.value].points == N
     assert schema[Key.KIND.value].points == N + 1  # the chunks and the meta point
 
@@ -214,6 +215,28 @@ def test_edge_dense_branches_rescore_int8_with_oversampling_and_sparse_ones_are_
     assert exact_branch.params.quantization is not None and exact_branch.params.quantization.ignore is True
 
 
+@pytest.mark.parametrize(
+    "groups", [{"hr"}, {"hr", "eng", "fin"}, {f"g{i}" for i in range(40)}, {"x" * 200, "ünïcode", "a b"}]
+)
+def test_the_search_filter_is_one_index_lookup_per_label_and_nothing_else(groups: set[str]) -> None:
+    """Each label a single-valued ``should`` on readers: the engine takes every condition as a
+    primary clause, merges their ids through a bitmap and checks no candidate again. No ``must``:
+    a kind or groups clause there would be checked per candidate (docs/benchmarks.md, "One search key")."""
+    acl = AclFilter.for_groups(groups)
+    where = filters.acl_chunks(acl)
+    assert (where.must, where.except_ids) == ((), ())
+    assert [(m.key, m.values) for m in where.any_of] == [(Key.READERS.value, (label,)) for label in acl.labels]
+    for flt in (edge._filter(where), server._filter(where)):
+        assert flt.must is None and flt.must_not is None
+        assert flt.should is not None
+        assert [(c.key, c.match.value) for c in flt.should] == [(Key.READERS.value, label) for label in acl.labels]
+
+
+def test_an_acl_without_labels_gets_no_filter_that_would_admit_everything() -> None:
+    with pytest.raises(ValueError, match="admits nothing"):
+        filters.acl_chunks(AclFilter.for_groups(set()))
+
+
 class RecordingClient(QdrantClient):
     """A local-mode client that keeps what the translator asked the server for."""
 
@@ -240,8 +263,8 @@ def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes()
     assert quant.scalar.type == models.ScalarType.INT8 and quant.scalar.memory == models.Memory.PINNED
     assert (opt.indexing_threshold, opt.max_segment_size) == (10_000, 50_000)
     assert set(client.indexes) == {k.value for k in INDEXED_KEYWORDS}
-    assert {k for k, schema in client.indexes.items() if schema.enable_hnsw} == {Key.ACL_GROUPS.value}
-    assert {k for k, schema in client.indexes.items() if schema.is_tenant} == {Key.ACL_GROUPS.value}
+    assert {k for k, schema in client.indexes.items() if schema.enable_hnsw} == {Key.READERS.value}
+    assert {k for k, schema in client.indexes.items() if schema.is_tenant} == {Key.READERS.value}
     client.close()
 
 
