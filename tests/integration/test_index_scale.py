@@ -91,18 +91,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     index.close()
 
 
-def test_new_collection_has_keyword_indexes_on_readers_acl_and_kind(built: Built) -> None:
+def test_new_collection_has_keyword_indexes_on_readers_and_kind(built: Built) -> None:
     schema = built.index._engine._shard.info().payload_schema  # type: ignore[attr-defined]
     assert {str(k) for k in INDEXED_KEYWORDS} <= set(schema)
     for key in INDEXED_KEYWORDS:
         assert schema[key.value].data_type == PayloadSchemaType.Keyword
     # Filterable HNSW: the readers, which every search filters on, get links of their own; the
-    # near-universal kind and the groups (read by document listings only) do not.
+    # near-universal kind does not.
     assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.enable_hnsw} == {Key.READERS.value}
     # The engine stores the readers as tenants, and nothing else.
     assert {key.value for key in INDEXED_KEYWORDS if schema[key.value].params.is_tenant} == {Key.READERS.value}
     assert schema[Key.READERS.value].points == N
-    assert schema[Key.ACL_GROUPS.value].points == N
+    assert Key.ACL_GROUPS.value not in schema  # document listings filter on it after kind == document
     assert schema[Key.KIND.value].points == N + 1  # the chunks and the meta point
 
 
