@@ -32,7 +32,7 @@ class Where:
     empty ``any_of`` is no clause at all, so a filter that must admit nothing may not rely on it.
     """
 
-    must: tuple[Match, ...] = ()
+    must: tuple[Match, ...]  # no default: a filter that admits every point is spelled out, as ``must=()``
     except_ids: tuple[str, ...] = ()
     any_of: tuple[Match, ...] = ()
 

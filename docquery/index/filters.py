@@ -35,7 +35,7 @@ def acl_chunks(acl: AclFilter) -> Where:
     if acl.allows_nothing:
         # An empty any_of is no clause at all: it would admit every chunk.
         raise ValueError("an ACL filter without labels admits nothing; do not search with it")
-    return Where(any_of=tuple(Match(Key.READERS.value, (label,)) for label in acl.labels))
+    return Where(must=(), any_of=tuple(Match(Key.READERS.value, (label,)) for label in acl.labels))
 
 
 def doc_chunks(doc_id: str, *, except_ids: tuple[str, ...] = ()) -> Where:

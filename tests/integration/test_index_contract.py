@@ -348,7 +348,7 @@ def test_set_document_acl_changes_access_without_touching_vectors(opener: Opener
 
 def raw_payloads(index: Any) -> dict[str, dict[str, Any]]:
     """Every point's stored payload, read through the engine under the index."""
-    found, offset = index._engine.scroll(Where(), with_payload=True, offset=None, limit=10_000)
+    found, offset = index._engine.scroll(Where(must=()), with_payload=True, offset=None, limit=10_000)
     assert offset is None
     return {p.id: dict(p.payload) for p in found}
 
