@@ -17,8 +17,7 @@ QuantizationKind = Literal["int8", "none"]
 
 # The payload fields whose values get their own HNSW links (filterable HNSW): the readers, which
 # every search filters on. ``kind`` = chunk holds nearly every point, so links for it would
-# duplicate the whole graph; acl_groups (document listings), doc_id, root and content_sha256 only
-# filter reads and deletes.
+# duplicate the whole graph; doc_id, root and content_sha256 only filter reads and deletes.
 HNSW_PAYLOAD_KEYS: frozenset[Key] = frozenset({Key.READERS})
 # Fields every search filters on, which Qdrant stores as tenants (``is_tenant``, its "tenant
 # defragmentation" since 1.11): an optimized segment keeps the points of one value together, so the
