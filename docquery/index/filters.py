@@ -7,8 +7,8 @@ from docquery.core.domain import AclFilter
 from docquery.index.engine import Match, Where
 
 
-def kind(k: Kind) -> Match:
-    return Match(Key.KIND.value, (k.value,))
+def kind(*kinds: Kind) -> Match:
+    return Match(Key.KIND.value, tuple(k.value for k in kinds))
 
 
 def any_chunk() -> Match:

@@ -180,11 +180,13 @@ class QdrantIndex:
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
         # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks
         # first, readers and groups in one write per point, so a search follows the new ACL from
-        # the first write on; then the groups of the document's other points (record, quarantined).
+        # the first write on; then the groups of the document's other points (record, quarantined),
+        # which never get readers.
         groups = list(acl_groups)
         searchable = Where(must=(filters.kind(Kind.CHUNK), filters.doc(doc_id)))
         self._engine.set_payload({Key.READERS.value: groups, Key.ACL_GROUPS.value: groups}, where=searchable)
-        self._engine.set_payload({Key.ACL_GROUPS.value: groups}, where=Where(must=(filters.doc(doc_id),)))
+        others = Where(must=(filters.kind(Kind.QUARANTINED_CHUNK, Kind.DOCUMENT), filters.doc(doc_id)))
+        self._engine.set_payload({Key.ACL_GROUPS.value: groups}, where=others)
 
     def _scroll(self, where: Where, *, with_payload: bool) -> list[Found]:
         out: list[Found] = []

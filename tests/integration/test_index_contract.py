@@ -449,8 +449,7 @@ class ReversingCipher:
 
 def raw_texts(index: Any) -> list[str]:
     """Chunk text exactly as stored, read past the index from its engine."""
-    records, _ = index._engine.scroll(Where(must=()), with_payload=True, offset=None, limit=100)
-    return [str(r.payload["text"]) for r in records if r.payload.get("kind") == "chunk"]
+    return [str(p["text"]) for p in raw_payloads(index).values() if p.get("kind") == "chunk"]
 
 
 @both
