@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.monotonic()
         write_s = build(index, args.chunks, rng, text)
         t_opt = time.monotonic()
-        _progress("optimizing (HNSW, int8 quantization, payload-indexed segments)")
+        _progress(f"optimizing (HNSW, {tuning.quantization} quantized vectors, payload-indexed segments)")
         index.optimize()
         if client is not None:
 

@@ -44,7 +44,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.chunking import ChunkSpec
     from docquery.evaluation.runner import EvalConfig, run_eval
     from docquery.runtime.malloc import tune_for_bulk_embedding
-    from docquery.wiring import build_embedder, fusion_params
+    from docquery.wiring import build_embedder, fusion_params, index_tuning
 
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
@@ -57,7 +57,14 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
     progress: Progress = default_progress()
     try:
-        result = run_eval(args.dataset_dir, embedder, config, fusion=fusion_params(settings), progress=progress)
+        result = run_eval(
+            args.dataset_dir,
+            embedder,
+            config,
+            fusion=fusion_params(settings),
+            tuning=index_tuning(settings),
+            progress=progress,
+        )
     finally:
         if isinstance(progress, RichProgress):
             progress.close()

@@ -28,7 +28,7 @@ from docquery.evaluation.beir import BeirDataset, load_beir
 from docquery.evaluation.cache import Matrix, embed_all
 from docquery.evaluation.metrics import Run, mean_scores, per_query
 from docquery.evaluation.progress import NullProgress, Progress
-from docquery.index import FusionParams, QdrantIndex, open_edge
+from docquery.index import FusionParams, IndexTuning, QdrantIndex, open_edge
 
 log = logging.getLogger(__name__)
 
@@ -159,8 +159,11 @@ async def run_queries(
 
 
 @contextmanager
-def throwaway_index(embedder: Embedder, fusion: FusionParams | None) -> Iterator[QdrantIndex]:
-    """An Edge shard in a temporary directory, removed afterwards, whatever happens."""
+def throwaway_index(
+    embedder: Embedder, fusion: FusionParams | None, tuning: IndexTuning | None = None
+) -> Iterator[QdrantIndex]:
+    """An Edge shard in a temporary directory, removed afterwards, whatever happens; built with ``tuning``
+    (the settings' index structures), so what it measures is what a collection of those settings returns."""
     with tempfile.TemporaryDirectory(prefix="docquery-eval-") as tmp:
         index = open_edge(
             Path(tmp) / "collections" / "eval",
@@ -168,6 +171,7 @@ def throwaway_index(embedder: Embedder, fusion: FusionParams | None) -> Iterator
             model_id=embedder.model_id,
             dimension=embedder.dimension,
             fusion=fusion,
+            tuning=tuning,
         )
         try:
             yield index
@@ -181,6 +185,7 @@ def run_eval(
     config: EvalConfig,
     *,
     fusion: FusionParams | None = None,
+    tuning: IndexTuning | None = None,
     progress: Progress | None = None,
 ) -> EvalResult:
     progress = progress or NullProgress()
@@ -202,7 +207,7 @@ def run_eval(
             progress=progress,
             cache_dir=config.cache_dir,
         )
-    with throwaway_index(embedder, fusion) as index:
+    with throwaway_index(embedder, fusion, tuning) as index:
         ingest(index, chunks, vectors, progress)
         run = asyncio.run(
             run_queries(index, dataset.queries, qvecs, mode=config.mode, depth=config.depth, progress=progress)

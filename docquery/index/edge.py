@@ -45,6 +45,8 @@ from qdrant_edge import (
     ScrollRequest,
     SearchParams,
     SparseVector,
+    TurboQuantBitSize,
+    TurboQuantQuantizationConfig,
     UpdateOperation,
 )
 
@@ -99,12 +101,12 @@ def _fusion(f: e.RankFusion) -> Fusion:
 
 
 def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
-    """A new shard's config: HNSW, int8 quantized vectors in RAM, originals and payload on disk, optimizer bounds."""
-    quantization = (
-        ScalarQuantizationConfig(type=ScalarType.Int8, quantile=tuning.quantile, memory=Memory.Pinned)
-        if tuning.quantized
-        else None
-    )
+    """A new shard's config: HNSW, quantized vectors in RAM, originals and payload on disk, optimizer bounds."""
+    quantization: ScalarQuantizationConfig | TurboQuantQuantizationConfig | None = None
+    if tuning.quantization == "int8":
+        quantization = ScalarQuantizationConfig(type=ScalarType.Int8, quantile=tuning.quantile, memory=Memory.Pinned)
+    elif tuning.quantization == "turbo4":
+        quantization = TurboQuantQuantizationConfig(bits=TurboQuantBitSize.Bits4, memory=Memory.Pinned)
     originals = Memory.Cold if tuning.vectors_on_disk else Memory.Cached
     return EdgeConfig(
         vectors={DENSE_VECTOR: EdgeVectorParams(size=dimension, distance=Distance.Cosine, memory=originals)},

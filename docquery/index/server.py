@@ -86,15 +86,15 @@ def _fusion(f: e.RankFusion) -> models.RrfQuery | models.FusionQuery:
 
 def collection_config(tuning: IndexTuning) -> dict[str, Any]:
     """``create_collection`` arguments for the search structures: the embedded engine's, on the server."""
-    quantization = (
-        models.ScalarQuantization(
-            scalar=models.ScalarQuantizationConfig(
-                type=models.ScalarType.INT8, quantile=tuning.quantile, memory=models.Memory.PINNED
-            )
+    quantization: models.ScalarQuantization | models.TurboQuantization | None = None
+    if tuning.quantization == "int8":
+        scalar = models.ScalarQuantizationConfig(
+            type=models.ScalarType.INT8, quantile=tuning.quantile, memory=models.Memory.PINNED
         )
-        if tuning.quantized
-        else None
-    )
+        quantization = models.ScalarQuantization(scalar=scalar)
+    elif tuning.quantization == "turbo4":
+        turbo = models.TurboQuantQuantizationConfig(bits=models.TurboQuantBitSize.BITS4, memory=models.Memory.PINNED)
+        quantization = models.TurboQuantization(turbo=turbo)
     return {
         "hnsw_config": models.HnswConfigDiff(
             m=tuning.hnsw_m, ef_construct=tuning.hnsw_ef_construct, full_scan_threshold=tuning.full_scan_threshold_kb

@@ -1,4 +1,4 @@
-"""Search structures of a collection, engine-neutral: HNSW, int8 quantization, payload indexes, optimizer bounds.
+"""Search structures of a collection, engine-neutral: HNSW, quantization, payload indexes, optimizer bounds.
 
 Each translator turns ``IndexTuning`` into its engine's own config. The build-time fields
 (HNSW, quantization, thresholds, segment size, payload index flags) are fixed when a
@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 
 from docquery.core.collection import INDEXED_KEYWORDS, Key
 
-QuantizationKind = Literal["int8", "none"]
+QuantizationKind = Literal["int8", "turbo4", "none"]
 
 # The payload fields whose values get their own HNSW links (filterable HNSW): the readers, which
 # every search filters on. ``kind`` = chunk holds nearly every point, so links for it would
@@ -40,12 +40,14 @@ class IndexTuning:
     # the payload index's candidates exactly instead of walking the graph (Qdrant's query planner):
     # a caller's ACL scope up to that size gets exact recall; past it, the graph with ACL links.
     full_scan_threshold_kb: int = 100_000
+    # int8 scalars (the default), or TurboQuant at 4 bits a dimension: half the RAM, the same
+    # hybrid latency, weaker candidates before rescoring (docs/benchmarks.md, "TurboQuant").
     quantization: QuantizationKind = "int8"
     # Original float vectors stay in their segment files, read through the page cache (only the
-    # oversampled candidates are rescored on them); the int8 copies searched first stay in RAM.
+    # oversampled candidates are rescored on them); the quantized copies searched first stay in RAM.
     originals_on_disk: bool = True
     quantile: float = 0.99
-    # Candidates scored on int8 per result wanted, then rescored on the original vectors.
+    # Candidates scored on the quantized vectors per result wanted, then rescored on the original vectors.
     oversampling: float = 2.0
     hnsw_ef: int | None = None  # None: the engine's default (ef_construct, at least the limit)
     # A segment is indexed (HNSW, quantized) once its unindexed vectors pass this many KB.
@@ -59,7 +61,7 @@ class IndexTuning:
 
     @property
     def vectors_on_disk(self) -> bool:
-        """Originals on disk only beside int8 copies: without them every distance would read the disk."""
+        """Originals on disk only beside quantized copies: without them every distance would read the disk."""
         return self.originals_on_disk and self.quantized
 
     def seal_points(self, dimension: int) -> int:

@@ -1,4 +1,4 @@
-"""The index's search structures on the real engines: payload indexes, HNSW, int8 quantization, recall.
+"""The index's search structures on the real engines: payload indexes, HNSW, quantization, recall.
 
 Edge runs for real (qdrant-edge in a temporary directory). The server translator runs over
 qdrant-client's local mode, which ignores index settings, so what it sends is read off a
@@ -25,6 +25,7 @@ from docquery.core.domain import AclFilter, Chunk, IndexedChunk
 from docquery.core.errors import VectorIndexError
 from docquery.index import IndexTuning, QdrantIndex, edge, filters, open_edge, open_server, server
 from docquery.index.engine import Match, Nearest, RankFusion, Search, Sparse, Where
+from docquery.index.tuning import QuantizationKind
 from docquery.wiring import index_tuning
 
 DIM = 64
@@ -75,13 +76,15 @@ class Built:
     groups: list[str]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    """N random unit vectors in 10 ACL groups and a public share, optimized (HNSW + int8 built)."""
+@pytest.fixture(scope="module", params=["turbo4", "int8"])
+def built(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Built]:
+    """N random unit vectors in 10 ACL groups and a public share, optimized (HNSW and quantized vectors built),
+    once per quantization: every recall test below holds for both."""
     rng = np.random.default_rng(7)
     vectors = _unit(rng, N)
     path = tmp_path_factory.mktemp("scale") / "shard"
-    index = open_edge(path, name="scale", model_id="synthetic", dimension=DIM, tuning=SMALL)
+    tuning = replace(SMALL, quantization=request.param)
+    index = open_edge(path, name="scale", model_id="synthetic", dimension=DIM, tuning=tuning)
     items = _chunks(vectors, rng)
     for lo in range(0, N, 1000):
         index.upsert(items[lo : lo + 1000])
@@ -106,12 +109,27 @@ def test_new_collection_has_keyword_indexes_on_readers_and_kind(built: Built) ->
     assert schema[Key.KIND.value].points == N + 1  # the chunks and the meta point
 
 
-def test_new_collection_is_created_with_hnsw_quantization_and_optimizer_bounds(tmp_path: Path) -> None:
-    tuning = IndexTuning(hnsw_m=24, hnsw_ef_construct=128, full_scan_threshold_kb=5000, max_segment_size_kb=50_000)
+@pytest.mark.parametrize(
+    ("quantization", "stored"),
+    [
+        ("turbo4", {"turbo": {"bits": "bits4", "memory": "pinned"}}),
+        ("int8", {"scalar": {"type": "int8", "quantile": 0.99, "memory": "pinned"}}),
+    ],
+)
+def test_new_collection_is_created_with_hnsw_quantization_and_optimizer_bounds(
+    tmp_path: Path, quantization: QuantizationKind, stored: dict[str, Any]
+) -> None:
+    tuning = IndexTuning(
+        hnsw_m=24,
+        hnsw_ef_construct=128,
+        full_scan_threshold_kb=5000,
+        max_segment_size_kb=50_000,
+        quantization=quantization,
+    )
     open_edge(tmp_path / "s", name="c", model_id="m", dimension=DIM, tuning=tuning).close()
     config = json.loads((tmp_path / "s" / "edge_config.json").read_text())
     assert config["hnsw_config"] == {**config["hnsw_config"], "m": 24, "ef_construct": 128, "full_scan_threshold": 5000}
-    assert config["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "memory": "pinned"}}
+    assert config["quantization_config"] == stored
     assert config["optimizers"]["indexing_threshold"] == tuning.indexing_threshold_kb
     assert config["optimizers"]["max_segment_size"] == 50_000
 
@@ -260,11 +278,31 @@ def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes()
     open_server(url=":memory:", name="c", model_id="m", dimension=DIM, client=client, tuning=tuning).close()
     hnsw, quant, opt = (client.created[k] for k in ("hnsw_config", "quantization_config", "optimizers_config"))
     assert (hnsw.m, hnsw.ef_construct, hnsw.full_scan_threshold) == (24, 100, IndexTuning().full_scan_threshold_kb)
-    assert quant.scalar.type == models.ScalarType.INT8 and quant.scalar.memory == models.Memory.PINNED
+    assert quant == _SERVER_QUANTIZATION[tuning.quantization]
     assert (opt.indexing_threshold, opt.max_segment_size) == (10_000, 50_000)
     assert set(client.indexes) == {k.value for k in INDEXED_KEYWORDS}
     assert {k for k, schema in client.indexes.items() if schema.enable_hnsw} == {Key.READERS.value}
     assert {k for k, schema in client.indexes.items() if schema.is_tenant} == {Key.READERS.value}
+    client.close()
+
+
+_SERVER_QUANTIZATION: dict[QuantizationKind, Any] = {
+    "turbo4": models.TurboQuantization(
+        turbo=models.TurboQuantQuantizationConfig(bits=models.TurboQuantBitSize.BITS4, memory=models.Memory.PINNED)
+    ),
+    "int8": models.ScalarQuantization(
+        scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, memory=models.Memory.PINNED)
+    ),
+    "none": None,
+}
+
+
+@pytest.mark.parametrize("quantization", ["turbo4", "int8", "none"])
+def test_server_collection_gets_the_quantization_asked_for(quantization: QuantizationKind) -> None:
+    client = RecordingClient()
+    tuning = IndexTuning(quantization=quantization)
+    open_server(url=":memory:", name="c", model_id="m", dimension=DIM, client=client, tuning=tuning).close()
+    assert client.created["quantization_config"] == _SERVER_QUANTIZATION[quantization]
     client.close()
 
 

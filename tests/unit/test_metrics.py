@@ -252,3 +252,31 @@ def test_eval_cli_missing_dataset_is_a_usage_error(
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
     assert cli.main(["eval", "retrieval", str(tmp_path / "nowhere"), "--json"]) == 2
     assert "missing corpus.jsonl" in capsys.readouterr().err
+
+
+def test_eval_builds_its_collection_with_the_index_settings(
+    tiny_beir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """So an operator who changes DOCQUERY_QDRANT__QUANTIZATION or the HNSW settings measures what they change."""
+    import docquery.wiring
+    from docquery.evaluation import runner
+
+    created: list[dict[str, Any]] = []
+    real_open_edge = runner.open_edge
+
+    def open_and_read_config(path: Path, **kwargs: Any) -> Any:
+        index = real_open_edge(path, **kwargs)
+        created.append(json.loads((path / "edge_config.json").read_text()))
+        return index
+
+    monkeypatch.setattr(runner, "open_edge", open_and_read_config)
+    monkeypatch.setattr(docquery.wiring, "build_embedder", lambda settings: HashEmbedder())
+    monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
+    monkeypatch.setenv("DOCQUERY_QDRANT__QUANTIZATION", "int8")
+    monkeypatch.setenv("DOCQUERY_QDRANT__HNSW_M", "8")
+    assert cli.main(["eval", "retrieval", str(tiny_beir), "--mode", "dense", "--json"]) == 0
+    (config,) = created
+    assert config["hnsw_config"]["m"] == 8
+    assert config["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "memory": "pinned"}}
+    assert json.loads(capsys.readouterr().out)["ndcg@10"] == pytest.approx(1.0)
