@@ -273,10 +273,10 @@ def test_eval_builds_its_collection_with_the_index_settings(
     monkeypatch.setattr(docquery.wiring, "build_embedder", lambda settings: HashEmbedder())
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
-    monkeypatch.setenv("DOCQUERY_QDRANT__QUANTIZATION", "int8")
+    monkeypatch.setenv("DOCQUERY_QDRANT__QUANTIZATION", "turbo4")
     monkeypatch.setenv("DOCQUERY_QDRANT__HNSW_M", "8")
     assert cli.main(["eval", "retrieval", str(tiny_beir), "--mode", "dense", "--json"]) == 0
     (config,) = created
     assert config["hnsw_config"]["m"] == 8
-    assert config["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "memory": "pinned"}}
+    assert config["quantization_config"] == {"turbo": {"bits": "bits4", "memory": "pinned"}}
     assert json.loads(capsys.readouterr().out)["ndcg@10"] == pytest.approx(1.0)
