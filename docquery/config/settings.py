@@ -73,8 +73,8 @@ class QdrantSettings(_Section):
     exactly instead of walking the graph."""
     quantization: Literal["int8", "turbo4", "none"] = "int8"
     """Dense vectors kept quantized in RAM for search, rescored on the originals, for a collection this build
-    creates: `int8` scalars, `turbo4` (TurboQuant, 4 bits a dimension: half the memory of int8; a Qdrant server
-    needs 1.18 or later), or `none` (docs/benchmarks.md, "TurboQuant")."""
+    creates: `int8` scalars, `turbo4` (TurboQuant, 4 bits a dimension: half the RAM of the int8 copies; a
+    Qdrant server needs 1.18 or later), or `none` (docs/benchmarks.md, "TurboQuant")."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     """Candidates fetched from the quantized vectors per result, before rescoring; applies to every search."""
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
