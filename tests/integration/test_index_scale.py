@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import BaseModel
 from qdrant_client import QdrantClient, models
 from qdrant_edge import PayloadSchemaType
 
@@ -288,9 +289,9 @@ def test_server_collection_gets_the_same_hnsw_quantization_and_payload_indexes()
     client.close()
 
 
-def _sent(config: Any) -> dict[str, Any] | None:
+def _sent(config: BaseModel | None) -> dict[str, Any] | None:
     """A qdrant-client config as the JSON it sends to the server."""
-    return None if config is None else config.model_dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+    return None if config is None else config.model_dump(mode="json", exclude_none=True)
 
 
 @pytest.mark.parametrize("quantization", ["turbo4", "int8", "none"])
