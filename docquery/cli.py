@@ -16,9 +16,11 @@ import errno
 import logging
 import os
 import sys
+import traceback
 import uuid
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
+from pathlib import Path
 
 from markdown_it import MarkdownIt
 from rich.console import Console
@@ -235,6 +237,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("docquery: interrupted\n")
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        # Last resort, as the service's: a bug, in one line. The type and the innermost frame, never the
+        # message or a traceback, which may quote a document or the question.
+        sys.stderr.write(f"docquery: internal error ({_where(exc)}): a bug, please report this line\n")
+        return EXIT_FAILED
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return type(exc).__name__
+    last = frames[-1]
+    return f"{type(exc).__name__} at {Path(last.filename).name}:{last.lineno}"
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

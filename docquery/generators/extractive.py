@@ -15,6 +15,9 @@ from docquery.core.domain import Prompt
 MODEL_NAME = "docquery-extractive"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[a-z0-9]{3,}")
+# A passage's own text cannot cite: a document that holds "[S2]" would otherwise have its quote point at
+# another source's citation. Only the marker this generator appends after each quote names a source.
+_MARKER = re.compile(r"\[S[0-9]+\]")
 
 
 class ExtractiveGenerator:
@@ -48,7 +51,7 @@ class ExtractiveGenerator:
         return "\n".join(lines) + "\n"
 
     def _best_sentences(self, text: str, terms: set[str]) -> str:
-        sentences = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+        sentences = [s.strip() for s in _SENTENCE.split(" ".join(_MARKER.sub("", text).split())) if s.strip()]
         if not sentences:
             return ""
         ranked = sorted(

@@ -80,12 +80,23 @@ def citations_for(hits: Sequence[Hit], *, clean: Callable[[str], str]) -> list[C
     return out
 
 
-_CITE = re.compile(r"\[S(\d+)\]")
+# A marker is "[S", one to four ASCII digits and "]", as the sanitiser and the stream's hold-back read it.
+# A longer one names no source: it stays as text, which the sanitiser escapes, so a planted
+# "[S" + 5,000 digits + "]" never reaches int() (Python refuses more than 4,300 digits).
+_CITE = re.compile(r"\[S([0-9]{1,4})\]")
+
+
+def _cited(n_sources: int) -> Callable[[re.Match[str]], str]:
+    def keep(m: re.Match[str]) -> str:
+        k = int(m.group(1))
+        return f"[S{k}]" if 1 <= k <= n_sources else ""  # "[S01]" is written as the client reads it
+
+    return keep
 
 
 def drop_invented_citations(answer: str, n_sources: int) -> str:
     """Remove ``[Sk]`` markers that point at no source (k > n): invented citations."""
-    return _CITE.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_sources else "", answer)
+    return _CITE.sub(_cited(n_sources), answer)
 
 
 def cites_a_source(answer: str, n_sources: int) -> bool:

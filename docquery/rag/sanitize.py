@@ -44,7 +44,7 @@ LABEL_CHARS = 1024
 _TRIGGERS = re.compile(r"[\[\]<\\`&!@:]")
 # A citation marker nothing after it can make a link: no "(" or "[" follows, and without ":" in the
 # text there is no definition to resolve it. The full path keeps these raw too (see _escape).
-_INERT_CITE = re.compile(r"\[S\d{1,4}\](?=[ \t\n.,;]|[^\x00-\x7f]|\Z)")
+_INERT_CITE = re.compile(r"\[S[0-9]{1,4}\](?=[ \t\n.,;]|[^\x00-\x7f]|\Z)")
 # Bare URLs and e-mail addresses a GFM renderer links (plus slash-less schemes, which browsers
 # resolve). Starts are anchored at run beginnings and quantifiers are possessive: linear time.
 _BARE = re.compile(
@@ -52,7 +52,7 @@ _BARE = re.compile(
     r"|(?<![a-z0-9])www\.[^\s<]*+)"
     r"|(?P<mail>(?<![a-z0-9._+-])[a-z0-9._+-]++@(?P<domain>[a-z0-9_-]++(?:\.[a-z0-9_-]++)*+))"
 )
-_ESCAPE = re.compile(r"(?P<cite>!?\[S\d{1,4}\])|(?P<char>[\[\]<`])|\\(?=[!-/:-@\[-`{-~]|$)|&(?=#?[a-zA-Z0-9]+;)")
+_ESCAPE = re.compile(r"(?P<cite>!?\[S[0-9]{1,4}\])|(?P<char>[\[\]<`])|\\(?=[!-/:-@\[-`{-~]|$)|&(?=#?[a-zA-Z0-9]+;)")
 # A citation marker stays raw only before these, a non-ASCII character, or the end of its line:
 # no "(", "[" or ":" can follow and make it a link or a definition.
 _CITE_FOLLOW = frozenset(" \t\n.,;")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from docquery.core.domain import AclFilter, Chunk, Hit, Principal, Prompt
 from docquery.core.ports import SearchMode
+from docquery.generators.extractive import ExtractiveGenerator
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
 from docquery.rag.sanitize import Sanitizer
@@ -140,3 +142,56 @@ def test_markers_map_to_returned_citations_and_uncited_answers_are_marked(
         return text, bool(done["uncited"])
 
     assert asyncio.run(stream()) == (answer, uncited)
+
+
+# What a document or a model may write where a marker stands: any count of ASCII digits (Python's int()
+# refuses more than 4,300 of them), leading zeros, and digits of other scripts.
+_DIGITS = st.one_of(
+    st.integers(0, 99_999).map(str),
+    st.integers(4_290, 6_000).map(lambda n: "1" * n),
+    st.tuples(st.integers(0, 5_000), st.sampled_from("0123")).map(lambda t: "0" * t[0] + t[1]),
+    st.text(st.sampled_from("0123٣²१"), min_size=1, max_size=6),
+)
+
+
+def _expected(digits: str, n_sources: int) -> str:
+    """The model of a marker: "[S", 1 to 4 ASCII digits, "]". One that names a source (1 to n) is kept,
+    written without leading zeros; one that names none is dropped; anything else is text, escaped."""
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 4):
+        return f"\\[S{digits}\\]"
+    return f"[S{int(digits)}]" if 1 <= int(digits) <= n_sources else ""
+
+
+@settings(max_examples=150, deadline=None)
+@given(digits=_DIGITS, cut=st.integers(0, 40))
+def test_a_marker_of_any_length_is_kept_or_dropped_and_never_breaks_the_answer(digits: str, cut: int) -> None:
+    reply = f"See [S{digits}] and [S1]."
+    pieces = [reply[:cut], reply[cut:]]
+    result = asyncio.run(_pipeline(pieces).answer("q", ALICE, 5, "r1"))
+    assert result.answer == f"See {_expected(digits, 2)} and [S1]."
+    assert not result.uncited
+
+    async def stream() -> str:
+        events = [ev async for ev in _pipeline(pieces).answer_stream("q", ALICE, 5, "r2")]
+        return "".join(ev.data["text"] for ev in events if ev.event == "delta")
+
+    assert asyncio.run(stream()) == result.answer
+
+
+@settings(max_examples=60, deadline=None)
+@given(digits=st.lists(_DIGITS, min_size=1, max_size=3))
+def test_a_passage_cannot_cite_in_an_extractive_answer(digits: list[str]) -> None:
+    planted = " ".join(f"Leave is [S{d}] 25 days." for d in digits)
+    pipeline = RagPipeline(
+        embedder=HashEmbedder(),
+        index=_Index([_hit(1, planted), _hit(2, "Two.")]),  # type: ignore[arg-type]
+        generator=ExtractiveGenerator(),
+        sanitizer=CLEAN,
+        retrieval=RetrievalConfig(mode="dense", min_dense_score=0.0),
+    )
+    result = asyncio.run(pipeline.answer("how many days of leave", ALICE, 5, "r1"))
+    quoted = result.answer.splitlines()[2]
+    assert quoted.endswith(" [S1]") and "25 days." in quoted
+    # The generator's own markers are the only ones left (the sanitiser escapes the brackets of what is none).
+    assert re.findall(r"\[S[0-9]+\]", result.answer) == ["[S1]", "[S2]"]
+    assert not result.uncited
