@@ -36,8 +36,9 @@ class Call:
     request: Request
 
     def llm_slot(self) -> LlmSlot:
-        """This principal's share of the LLM's in-flight calls (503 past it): ``async with`` it
-        around a generation, or ``take``/``give_back`` around a stream."""
+        """This principal's share of the LLM's in-flight calls (503 past it): taken before the
+        request's first LLM call (a follow-up's rewrite counts too), ``async with`` it around a
+        generation, or ``take``/``give_back`` around a stream."""
         slot = LlmSlot(self.request.app.state.llm_share, self.principal.id)
         self.ctx.cleanups.append(slot.give_back)  # never leaked, even if a stream never starts
         return slot
@@ -58,8 +59,10 @@ class LlmSlot:
     held: bool = False
 
     def take(self) -> None:
-        self.share.acquire(self.principal_id)
-        self.held = True
+        """Idempotent: a request holds one slot for all its LLM calls (the rewrite, then the answer)."""
+        if not self.held:
+            self.share.acquire(self.principal_id)
+            self.held = True
 
     def give_back(self) -> None:
         if self.held:

@@ -100,15 +100,18 @@ class RagPipeline:
         self.retrieval = retrieval
         self.conversation = conversation  # None: earlier turns are not used
 
-    async def standalone(self, question: str, history: list[Turn], *, trace: Trace | None = None) -> str:
+    async def standalone(
+        self, question: str, history: list[Turn], principal: Principal, *, trace: Trace | None = None
+    ) -> str:
         """The question to search and answer, given earlier turns (docquery.rag.conversation).
 
         Only the question changes: the ACL still comes from the principal alone, and history
-        never enters a prompt that carries sources.
+        never enters a prompt that carries sources. A caller who may read nothing gets no rewrite:
+        its search finds nothing, so no LLM call is made on its behalf.
         """
         cfg = self.conversation
         turns = bounded(history, cfg) if cfg is not None else []
-        if cfg is None or not turns:
+        if cfg is None or not turns or principal.acl().allows_nothing:
             return question
         if self.generator.mode == "generative":
             condense = condense_prompt(question, turns)

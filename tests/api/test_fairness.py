@@ -3,11 +3,13 @@ limit per address (#23.8), and metrics labels from fixed sets only (#23.4)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,20 +39,38 @@ def h(
         yield harness
 
 
-@pytest.mark.parametrize("stream", [False, True])
+# A follow-up: with an LLM, its rewrite into a standalone question is an LLM call of its own.
+EARLIER = [
+    {"role": "user", "content": "what does the leave policy say"},
+    {"role": "assistant", "content": "It grants paid leave."},
+]
+
+
+def _body(endpoint: str, stream: bool, follow_up: bool) -> dict[str, Any]:
+    history = EARLIER if follow_up else []
+    if endpoint == "/v1/query":
+        return {**Q, "stream": stream, **({"history": history} if follow_up else {})}
+    messages = [*history, {"role": "user", "content": Q["question"]}]
+    return {"model": "docquery", "messages": messages, "stream": stream}
+
+
+@pytest.mark.parametrize(
+    "case", list(itertools.product(["/v1/query", "/v1/chat/completions"], [False, True], [False, True]))
+)
 def test_a_greedy_principal_gets_503_and_others_are_served(
-    h: Harness, server: StandInOpenAIServer, jwt_issuer: JwtIssuer, stream: bool
+    h: Harness, server: StandInOpenAIServer, jwt_issuer: JwtIssuer, case: tuple[str, bool, bool]
 ) -> None:
+    endpoint, follow_up, stream = case
     server.config.first_token_delay_s = 2.0  # long enough that all six overlap, even on a loaded machine
     other = bearer(jwt_issuer.token(sub="someone-else"))
+    calls_before, server.stats.max_in_flight = server.stats.chat_calls, 0
+    greedy_body = _body(endpoint, stream, follow_up)
     try:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            greedy = [
-                pool.submit(h.client.post, "/v1/query", json={**Q, "stream": stream}, headers=ALICE) for _ in range(6)
-            ]
+            greedy = [pool.submit(h.client.post, endpoint, json=greedy_body, headers=ALICE) for _ in range(6)]
             time.sleep(0.4)
             t0 = time.monotonic()
-            polite = h.client.post("/v1/query", json={**Q, "stream": stream}, headers=other)
+            polite = h.client.post(endpoint, json=_body(endpoint, stream, False), headers=other)
             assert polite.status_code == 200 and time.monotonic() - t0 < 4
             results = [f.result() for f in greedy]
     finally:
@@ -59,6 +79,10 @@ def test_a_greedy_principal_gets_503_and_others_are_served(
     assert statuses == [200, 200, 503, 503, 503, 503]
     refused = [r for r in results if r.status_code == 503]
     assert all(r.json()["error"]["type"] == "overloaded" and r.headers["retry-after"] for r in refused)
+    # Every LLM call of a request, a follow-up's rewrite too, counts against the caller's share: never more
+    # than two of hers in flight beside the polite one, and a refused request made none.
+    assert server.stats.max_in_flight <= 2 + 1
+    assert server.stats.chat_calls - calls_before <= 2 * (2 if follow_up else 1) + 1
     share = h.app.state.llm_share
     assert share.held("key:alice") == 0 and share.held("jwt:someone-else") == 0  # every slot given back
     assert h.client.post("/v1/query", json=Q, headers=ALICE).status_code == 200

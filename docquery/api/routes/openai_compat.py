@@ -139,10 +139,12 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
     question = check_question(asked, settings, field="messages")
     top_k = check_top_k(None, settings)
     trace = ctx.use_trace()
-    question = await c.pipeline.standalone(question, history, trace=trace)
+    slot = call.llm_slot()
+    slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
+    question = await c.pipeline.standalone(question, history, principal, trace=trace)
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
-        async with call.llm_slot():
+        async with slot:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         content = answer.answer + sources_footer(answer.citations)
@@ -158,7 +160,6 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
             request_id=ctx.request_id,
         )
         return completion
-    slot = call.llm_slot()
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"

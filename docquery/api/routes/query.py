@@ -35,13 +35,14 @@ async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     top_k = check_top_k(body.top_k, settings)
     history = check_history(body.history, settings)
     trace = ctx.use_trace()
-    question = await c.pipeline.standalone(question, history, trace=trace)
+    slot = call.llm_slot()
+    slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
+    question = await c.pipeline.standalone(question, history, principal, trace=trace)
     if not body.stream:
-        async with call.llm_slot():
+        async with slot:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         return answer
-    slot = call.llm_slot()
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
