@@ -174,6 +174,9 @@ def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:10]:
         kind = str(err.get("type", "invalid"))
+        if kind == "json_invalid":  # its location is an offset into the body, which says nothing to a client
+            parts.append("the body is not valid JSON")
+            continue
         path = [p for p in err.get("loc", ()) if p != "body"]
         if kind == "extra_forbidden":
             path = [*path[:-1], "<unknown field>"]
@@ -193,6 +196,9 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's own detail strings are not used: only our fixed message per status.
     status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
+    if status == 400 and isinstance(exc.__cause__, ValueError):
+        # FastAPI's "error parsing the body" (bytes that are not UTF-8): an invalid body, as bad JSON is.
+        return error_response(request, ApiError(422, "invalid request: the body is not valid JSON"))
     headers = dict(exc.headers or {}) if isinstance(exc, StarletteHTTPException) else {}
     return error_response(request, ApiError(status, headers=headers))
 

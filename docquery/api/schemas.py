@@ -8,9 +8,10 @@ fields, as OpenAI clients send many.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from docquery.core.domain import Citation
 
@@ -21,17 +22,32 @@ MAX_TOP_K_CEILING = 200
 MAX_HISTORY_TURNS_CEILING = 64
 
 
+def _encodable(text: str) -> str:
+    """A lone UTF-16 surrogate ("\\ud800" in JSON) is no text: no encoder, tokenizer or index takes it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PydanticCustomError("string_unicode", "Input should be a valid string") from None
+    return text
+
+
+# Every string a caller sends that DocQuery reads as text. pydantic refuses lone surrogates in a plain
+# ``str`` field but not in every union (a chat message's ``str | list`` took them, and the embedder then
+# failed as if it were down: 503), so the check is the type's own, wherever it stands.
+CallerText = Annotated[str, AfterValidator(_encodable)]
+
+
 class HistoryTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["user", "assistant"]
-    content: str = Field(max_length=MAX_QUESTION_CHARS_CEILING)
+    content: CallerText = Field(max_length=MAX_QUESTION_CHARS_CEILING)
 
 
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS_CEILING)
+    question: CallerText = Field(min_length=1, max_length=MAX_QUESTION_CHARS_CEILING)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K_CEILING)
     stream: bool = False
     history: list[HistoryTurn] = Field(
@@ -46,7 +62,7 @@ class QueryRequest(BaseModel):
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS_CEILING)
+    query: CallerText = Field(min_length=1, max_length=MAX_QUESTION_CHARS_CEILING)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K_CEILING)
 
 
@@ -59,14 +75,14 @@ class ContentPart(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     type: str = Field(max_length=64)
-    text: str | None = Field(default=None, max_length=MAX_QUESTION_CHARS_CEILING)
+    text: CallerText | None = Field(default=None, max_length=MAX_QUESTION_CHARS_CEILING)
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[ContentPart] | None = None
+    content: CallerText | list[ContentPart] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, str):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from starlette.types import Message
 
 from docquery.api.limits import BodyLimitMiddleware, RateLimiter
@@ -148,3 +150,43 @@ def test_404_and_405_use_the_envelope(h: Harness) -> None:
     assert CANARY not in r.text
     r = h.client.put("/v1/query", headers=AUTH)
     _envelope(r, 405, "method_not_allowed")
+
+
+# Every place a caller's text stands in a request body, and the endpoint that takes it.
+def _chat(*messages: dict[str, object]) -> dict[str, object]:
+    return {"model": "docquery", "messages": list(messages)}
+
+
+_TEXT_FIELDS: list[tuple[str, Callable[[str], dict[str, object]]]] = [
+    ("/v1/query", lambda t: {"question": t}),
+    ("/v1/query", lambda t: {"question": "leave days", "history": [{"role": "user", "content": t}]}),
+    ("/v1/search", lambda t: {"query": t}),
+    ("/v1/chat/completions", lambda t: _chat({"role": "user", "content": t})),
+    ("/v1/chat/completions", lambda t: _chat({"role": "user", "content": [{"type": "text", "text": t}]})),
+    ("/v1/chat/completions", lambda t: _chat({"role": "user", "content": t}, {"role": "user", "content": "and?"})),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    where=st.sampled_from(_TEXT_FIELDS),
+    before=st.text(max_size=20),
+    surrogate=st.integers(0xD800, 0xDFFF).map(chr),
+    after=st.text(max_size=20),
+)
+def test_text_that_is_not_unicode_is_a_422_wherever_it_stands(
+    h: Harness, where: tuple[str, Callable[[str], dict[str, object]]], before: str, surrogate: str, after: str
+) -> None:
+    # A lone surrogate can only travel as a JSON escape ("\ud800"); json.dumps writes it so.
+    endpoint, body = where
+    content = json.dumps(body(before + surrogate + after))
+    r = h.client.post(endpoint, content=content, headers={**AUTH, "content-type": "application/json"})
+    _envelope(r, 422, "invalid_request")  # the caller's mistake, not an outage (503 with Retry-After)
+
+
+@pytest.mark.parametrize(
+    "raw", [b'{"question": "expense \xc3\x28 report"}', b'{"question": "\xff\xfe"}', b"\xef\xbb\xbf\x80{}", b"{bad"]
+)
+def test_a_body_that_is_not_json_text_is_a_422(h: Harness, raw: bytes) -> None:
+    r = h.client.post("/v1/query", content=raw, headers={**AUTH, "content-type": "application/json"})
+    assert _envelope(r, 422, "invalid_request")["message"] == "invalid request: the body is not valid JSON"
