@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import logging
 import os
+import signal
 import sys
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 from rich.console import Console
@@ -41,8 +44,11 @@ from docquery.runtime.preflight import (
     is_lock_failure,
     port_busy,
 )
-from docquery.secrets import refuse_env_secrets
+from docquery.secrets import build_secret_source, refuse_env_secrets
 from docquery.wiring import Components, build_components
+
+if TYPE_CHECKING:
+    from docquery.api.metrics import Metrics
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_EMPTY = 4
@@ -139,37 +145,70 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from docquery.api.app import create_app
+    from docquery.api.app import authenticator, create_app
     from docquery.api.server import server_options
 
+    if settings.metrics_port and settings.metrics_port == args.port:
+        raise ConfigError(f"DOCQUERY_METRICS_PORT ({args.port}) is the same as --port: choose another for metrics")
     # Everything another process can hold is checked before the model loads.
     check_index_free(settings)
     sock = bind_socket(args.host, args.port, what="API", setting="--port")
+    components = None
     try:
-        # Raises ConfigError (exit 2) in the prod profile when no auth is configured.
-        app = create_app(settings)
+        secrets = build_secret_source(settings)
+        authenticator(settings, secrets)  # the prod profile without auth: exit 2 before the model loads
+        # Built here, not in the app's lifespan: an index that cannot open or a model that cannot load is
+        # one line and exit 2 (3 if busy), where a lifespan failure is uvicorn's traceback and its exit 3.
+        components = build_components(settings, secrets=secrets)
+        app = create_app(settings, components=components)
         if settings.metrics_port:
-            from docquery.api.metrics import start_metrics_server
-
-            try:
-                # Its own port, so a NetworkPolicy can open metrics to monitoring only.
-                start_metrics_server(app.state.metrics, args.host, settings.metrics_port)
-            except OSError as exc:
-                if exc.errno != errno.EADDRINUSE:
-                    raise ConfigError(
-                        f"cannot listen on {args.host}:{settings.metrics_port} for metrics: {exc.strerror}; "
-                        "check DOCQUERY_METRICS_PORT"
-                    ) from None
-                raise port_busy(
-                    args.host, settings.metrics_port, what="metrics", setting="DOCQUERY_METRICS_PORT"
-                ) from None
+            _start_metrics(app.state.metrics, args.host, settings.metrics_port)
         # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/runtime/logs.py), so
         # its lines have the same format as ours instead of uvicorn's own.
         options = server_options(settings.log_level, settings.api) | {"log_config": None}
-        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        with _sigterm_is_a_normal_stop():
+            uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
     finally:
         sock.close()
+        if components is not None:
+            components.close()
     return EXIT_OK
+
+
+def _start_metrics(metrics: Metrics, host: str, port: int) -> None:
+    from docquery.api.metrics import start_metrics_server
+
+    try:
+        # Its own port, so a NetworkPolicy can open metrics to monitoring only.
+        start_metrics_server(metrics, host, port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} for metrics: {exc.strerror}; check DOCQUERY_METRICS_PORT"
+            ) from None
+        raise port_busy(host, port, what="metrics", setting="DOCQUERY_METRICS_PORT") from None
+
+
+@contextlib.contextmanager
+def _sigterm_is_a_normal_stop() -> Iterator[None]:
+    """uvicorn shuts down gracefully on SIGTERM, then raises the signal again under the handler it found.
+    With the default one that kills the process (status 143), though SIGTERM is how ``kill`` and
+    Kubernetes stop a service; under this no-op one ``serve`` returns 0. Ctrl-C still ends in 130."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:  # 0: a free port the system picks
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 1 to 65535 (or 0, any free one)")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the HTTP API", description="Run the HTTP API.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="API port (default 8080); metrics: DOCQUERY_METRICS_PORT")
+    serve.add_argument(
+        "--port", type=_port, default=8080, help="API port (default 8080); metrics: DOCQUERY_METRICS_PORT"
+    )
     serve.set_defaults(handler=_cmd_serve, prefer_json_logs=True)
 
     register_eval(sub)

@@ -44,6 +44,17 @@ AUTH_REQUIRED_MESSAGE = (
 )
 
 
+def authenticator(settings: Settings, source: SecretSource) -> Authenticator:
+    """The API's authenticator; the prod profile refuses to go on without an auth configuration."""
+    auth = Authenticator(settings.auth, source)
+    if not auth.configured():
+        if settings.is_prod:
+            raise ConfigError(AUTH_REQUIRED_MESSAGE)
+        # Fail closed in dev too: with no credentials configured every request is a 401.
+        log.warning("no API keys or JWKS configured: every request will be refused (401)")
+    return auth
+
+
 def create_app(
     settings: Settings,
     *,
@@ -52,12 +63,7 @@ def create_app(
     secrets: SecretSource | None = None,
 ) -> FastAPI:
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
-    auth = Authenticator(settings.auth, source)
-    if not auth.configured():
-        if settings.is_prod:
-            raise ConfigError(AUTH_REQUIRED_MESSAGE)
-        # Fail closed in dev too: with no credentials configured every request is a 401.
-        log.warning("no API keys or JWKS configured: every request will be refused (401)")
+    auth = authenticator(settings, source)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

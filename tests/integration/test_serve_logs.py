@@ -84,7 +84,8 @@ def _serve_log(tmp_path: Path, **env_extra: str) -> tuple[list[str], Path]:
             assert _request(port, "/v1/query", {"question": CANARY}, token="wrong") == 401
         finally:
             proc.terminate()
-            proc.wait(timeout=30)
+            status = proc.wait(timeout=30)
+    assert status == 0, "a SIGTERM (how `kill` and Kubernetes stop a service) is a normal stop"
     return log_path.read_text().splitlines(), log_path
 
 

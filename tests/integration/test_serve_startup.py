@@ -1,0 +1,61 @@
+"""``docquery serve`` fails to start in one line with the documented exit code, and a SIGTERM stops it with 0."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "secrets"))
+    env.update(HF_HUB_OFFLINE="1", DOCQUERY_LOG_FORMAT="json", **env_extra)
+    cmd = [sys.executable, "-m", "docquery.cli", "serve", *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _a_file(tmp_path: Path) -> str:
+    path = tmp_path / "not-a-dir"
+    path.write_text("x")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("data dir is a file", "docquery: vector index operation 'open' failed"),
+        ("no Qdrant server at the URL", "docquery: vector index operation 'open' failed"),
+        ("port out of range", "argument --port: 70000 is not a port: use 1 to 65535 (or 0, any free one)"),
+        ("port not a number", "argument --port: not a port number: 'http'"),
+        ("metrics port is the API port", "DOCQUERY_METRICS_PORT ("),
+    ],
+)
+def test_a_start_that_cannot_succeed_is_one_line_and_exit_2(tmp_path: Path, case: str, expected: str) -> None:
+    port = str(_free_port())
+    args, env = ["--port", port], {}
+    if case == "data dir is a file":
+        env["DOCQUERY_DATA_DIR"] = _a_file(tmp_path)
+    elif case == "no Qdrant server at the URL":
+        env["DOCQUERY_QDRANT__URL"] = f"http://127.0.0.1:{_free_port()}"
+    elif case == "port out of range":
+        args = ["--port", "70000"]
+    elif case == "port not a number":
+        args = ["--port", "http"]
+    else:
+        env["DOCQUERY_METRICS_PORT"] = port
+    done = _serve(tmp_path, *args, **env)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "startup failed" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    assert expected in errors[-1], done.stderr[-2000:]
