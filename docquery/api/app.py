@@ -6,8 +6,9 @@ a Prometheus registry, the audit chain, the error envelope and the
 middleware stack::
 
     RequestMiddleware (request id, metrics, audit, access log, last-resort 500)
-     -> BodyLimitMiddleware (413 on the bytes received)
-       -> FastAPI (auth, role and rate-limit dependencies, routes, error handlers)
+     -> AuthGateMiddleware (/v1/: 429 failed-auth limit, 401 credential, from the head alone)
+       -> BodyLimitMiddleware (413 on the bytes received)
+         -> FastAPI (role and rate-limit dependencies, routes, error handlers)
 
 The prod profile refuses to build an app without an auth configuration.
 """
@@ -26,6 +27,7 @@ from docquery.api.auth.authenticator import Authenticator
 from docquery.api.docs_page import install_docs_page
 from docquery.api.errors import install_error_handlers
 from docquery.api.fairshare import LlmShare
+from docquery.api.gate import AuthGateMiddleware
 from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLimiter
 from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
@@ -101,5 +103,6 @@ def create_app(
     if openapi_url is not None:
         install_docs_page(app, openapi_url)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
+    app.add_middleware(AuthGateMiddleware)  # the credential, from the head, before any body is read
     app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

@@ -95,30 +95,42 @@ def request_ctx(request: Request) -> RequestContext:
     return ctx
 
 
+# Where the gate (docquery.api.gate) leaves the caller it verified from the request head.
+PRINCIPAL_STATE_KEY = "principal"
+
+
+def verified_caller(request: Request) -> Principal:
+    """The failed-authentication limit (429), then the credential (401): from the request head alone."""
+    ctx = request_ctx(request)
+    auth: Authenticator = request.app.state.auth
+    failures: AuthFailureLimiter = request.app.state.auth_failures
+    address = request.client.host if request.client else ""
+    wait = failures.blocked(address)
+    if wait is not None:
+        # Before verifying: the same 429 for every credential, so it reveals none.
+        ctx.outcome = "auth_rate_limited"
+        raise ApiError(
+            429,
+            "too many failed authentications from this address; retry later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    credential = request.headers.get("authorization")
+    principal = auth.authenticate(credential)
+    if principal is None:
+        # 401: we do not know who this is (no credential, or one we cannot verify).
+        if credential:
+            failures.failed(address)  # a guess; a request with no credential is not one
+        ctx.outcome = "unauthenticated"
+        raise ApiError(401, headers={"WWW-Authenticate": 'Bearer realm="docquery"'})
+    ctx.principal_id = principal.id
+    return principal
+
+
 def authorize(role: str) -> Callable[[Request], Awaitable[Call]]:
     async def dependency(request: Request) -> Call:
         ctx = request_ctx(request)
-        auth: Authenticator = request.app.state.auth
-        failures: AuthFailureLimiter = request.app.state.auth_failures
-        address = request.client.host if request.client else ""
-        wait = failures.blocked(address)
-        if wait is not None:
-            # Before verifying: the same 429 for every credential, so it reveals none.
-            ctx.outcome = "auth_rate_limited"
-            raise ApiError(
-                429,
-                "too many failed authentications from this address; retry later",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
-            )
-        credential = request.headers.get("authorization")
-        principal = auth.authenticate(credential)
-        if principal is None:
-            # 401: we do not know who this is (no credential, or one we cannot verify).
-            if credential:
-                failures.failed(address)  # a guess; a request with no credential is not one
-            ctx.outcome = "unauthenticated"
-            raise ApiError(401, headers={"WWW-Authenticate": 'Bearer realm="docquery"'})
-        ctx.principal_id = principal.id
+        known: Principal | None = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY)
+        principal = known or verified_caller(request)
         if role not in principal.roles:
             # 403: the caller is known and verified, but not allowed this action.
             ctx.outcome = "forbidden"

@@ -145,9 +145,11 @@ def test_token_bucket_refills() -> None:
 
 
 def test_404_and_405_use_the_envelope(h: Harness) -> None:
-    r = h.client.get(f"/v1/{CANARY}")
+    r = h.client.get(f"/v1/{CANARY}", headers=AUTH)
     _envelope(r, 404, "not_found")
     assert CANARY not in r.text
+    # Without a credential every /v1/ path is a 401, one that exists or not: nothing to enumerate.
+    _envelope(h.client.get(f"/v1/{CANARY}"), 401, "unauthorized")
     r = h.client.put("/v1/query", headers=AUTH)
     _envelope(r, 405, "method_not_allowed")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 import uvicorn
 
+from docquery.api.limits import AuthFailureLimiter
 from docquery.api.server import server_options
 from docquery.config.settings import ApiSettings
 from tests.support.api_harness import Harness
@@ -202,10 +203,10 @@ def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served, shared
     with _serve(shared_harness, limits) as busy_server:
         busy = []
         try:
-            # Connections mid-body are requests in progress: never evicted for a newcomer.
+            # Authenticated connections mid-body are requests in progress: never evicted for a newcomer.
             for _ in range(limits.max_connections):
                 sock = _connect(busy_server.port)
-                sock.sendall(b"POST /v1/search HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+                sock.sendall(_head(b"/v1/search", 100, KEY) + b"{")
                 busy.append(sock)
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and not _all_mid_body(busy_server, limits.max_connections):
@@ -219,6 +220,36 @@ def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served, shared
         while busy_server.connections() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _normal_request(busy_server.port) == 200
+
+
+def _head(path: bytes, length: int, key: str | None) -> bytes:
+    auth = b"Authorization: Bearer " + key.encode() + b"\r\n" if key is not None else b""
+    return b"POST " + path + b" HTTP/1.1\r\nHost: t\r\n" + auth + b"Content-Length: %d\r\n\r\n" % length
+
+
+@pytest.mark.parametrize("key", [None, "tok-guess", "Basic dXNlcjpwYXNz"])
+@pytest.mark.parametrize("path", [b"/v1/query", b"/v1/search", b"/v1/chat/completions", b"/v1/nowhere"])
+def test_a_body_without_a_valid_credential_is_refused_before_it_is_read(
+    served: Served, shared_harness: Harness, key: str | None, path: bytes
+) -> None:
+    # A client that may not call the API cannot hold a connection by trickling a body: the head is
+    # answered at once (401, connection closed), every connection slot of a full server included.
+    limits = LIMITS.model_copy(update={"body_timeout_s": 30.0, "max_connections": 8})
+    shared_harness.app.state.auth_failures = AuthFailureLimiter(10_000, 10_000)  # 401s here, not 429s
+    with _serve(shared_harness, limits) as server:
+        socks = []
+        try:
+            t0 = time.monotonic()
+            for _ in range(limits.max_connections * 2):  # more than fit: each is gone before the next
+                sock = _connect(server.port)
+                socks.append(sock)
+                sock.sendall(_head(path, 60_000, key))  # the body would follow, slowly; it is never asked for
+                _assert_envelope(_read_all(sock, timeout=5), 401)
+            assert time.monotonic() - t0 < 10  # not the 30 s body bound
+            assert _normal_request(server.port) == 200
+        finally:
+            for sock in socks:
+                sock.close()
 
 
 def _all_mid_body(served: Served, n: int) -> bool:
