@@ -7,8 +7,9 @@ The model holds no secret. Credentials (``llm-api-key``, ``qdrant-api-key``, ...
 through :mod:`docquery.secrets` on every use, from files, Vault or (dev only) env vars, so
 a rotated key takes effect without a restart and there is one way to read a secret.
 
-A ``DOCQUERY_*`` variable that names no setting is a warning naming the closest real
-setting, and an error in the prod profile: a misspelt setting must not be silently ignored.
+A ``DOCQUERY_*`` variable that names no setting, or a key of a section's JSON value that names
+no field, is a warning naming the closest real one, and an error in the prod profile: a misspelt
+setting must not be silently ignored.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
-from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, carries_secret, unknown_env_vars
+from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, unknown_env_vars
 
 log = logging.getLogger(__name__)
 
@@ -367,13 +368,11 @@ def known_env_vars() -> set[str]:
 
 
 def check_unknown_env_vars(profile: Profile, environ: Mapping[str, str]) -> None:
-    """Warn (dev) or refuse (prod) every ``DOCQUERY_*`` variable that names no setting.
+    """Warn (dev) or refuse (prod) every ``DOCQUERY_*`` variable, or key of a section's JSON, that names no setting.
 
-    Variables that carry a secret are the secret source's to judge (docquery.secrets).
+    Variables and keys that carry a secret are the secret source's to judge (docquery.secrets).
     """
-    unknown = [
-        u for u in unknown_env_vars(known_env_vars(), environ) if not carries_secret(u.name, environ.get(u.name, ""))
-    ]
+    unknown = unknown_env_vars(known_env_vars(), environ)
     if profile == Profile.PROD and unknown:
         raise SettingsError(unknown[0].message(refused=True))
     for u in unknown:
