@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
+from docquery.config.describe import describe_source_error, describe_validation_error
 from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, unknown_env_vars
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ class ApiSettings(_Section):
     """Requests per minute per principal; more get 429 with `Retry-After`."""
     rate_limit_burst: int = Field(default=20, ge=1)
     """Requests a principal may send at once above the steady rate."""
-    link_allowlist: list[str] = Field(default_factory=list)
+    link_allowlist: list[str] = Field(default_factory=list, examples=[["example.com"]])
     """Hosts that links in answers may point to (JSON list). Empty: every link is rendered inert."""
     head_timeout_s: float = Field(default=10.0, gt=0)
     """Seconds a client has to send the request head, from its first byte (slow clients get 408)."""
@@ -338,9 +338,9 @@ class Settings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise SettingsError(_describe(exc)) from None
+            raise SettingsError(describe_validation_error(exc)) from None
         except _SourceError as exc:
-            raise SettingsError(_describe_source_error(exc)) from None
+            raise SettingsError(describe_source_error(exc, os.environ, setting_fields())) from None
         check_unknown_env_vars(self.profile, os.environ)
 
     @property
@@ -377,18 +377,6 @@ def check_unknown_env_vars(profile: Profile, environ: Mapping[str, str]) -> None
         raise SettingsError(unknown[0].message(refused=True))
     for u in unknown:
         log.warning("%s", u.message())
-
-
-def _describe_source_error(exc: _SourceError) -> str:
-    """pydantic-settings could not parse a section's JSON: name the variable, not the value."""
-    match = re.search(r'field "([a-z_]+)"', str(exc))
-    var = f"{ENV_PREFIX}{match.group(1)}".upper() if match else f"a {ENV_PREFIX}* variable"
-    return f"{var} is not valid JSON; set its fields one by one ({var}__<FIELD>) or fix the JSON"
-
-
-def _describe(exc: ValidationError) -> str:
-    problems = [f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()]
-    return "invalid settings: " + "; ".join(problems)
 
 
 def load_settings(**overrides: Any) -> Settings:
