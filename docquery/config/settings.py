@@ -300,7 +300,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./.docquery")
     """Where the embedded Qdrant engine and the ingest state keep their files."""
     secrets_dir: Path = Path(DEFAULT_SECRETS_DIR)
-    """Directory of secret files, as the Vault Agent renders them (an in-memory volume)."""
+    """Directory of secret files, as the Vault Agent renders them (an in-memory volume). Without `vault.url`, the
+    prod profile refuses to start when it is missing, not a directory, or not readable and searchable."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """Port of the Prometheus metrics listener of `serve`, apart from the API; 0 = off."""
     log_level: str = "INFO"
