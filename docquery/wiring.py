@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from docquery.config.settings import Settings
-from docquery.core.errors import ConfigError
+from docquery.core.errors import ConfigError, VectorIndexUnreachable
 from docquery.core.ports import Embedder, Generator, IndexAdapter, KeyProvider
+from docquery.core.urls import public_url
 from docquery.embedders.lazy import LazyEmbedder
 from docquery.index.fusion import FusionParams
 from docquery.index.tuning import IndexTuning
@@ -72,12 +73,25 @@ def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -
 
 
 def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -> IndexAdapter:
-    from docquery.index import open_server
-
     if not s.qdrant.url:
         raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
+    try:
+        return _open_server(s, embedder, name, keys, s.qdrant.url)
+    except VectorIndexUnreachable:
+        shown = public_url(s.qdrant.url)
+        where = f"at {shown} (DOCQUERY_QDRANT__URL)" if shown else "(DOCQUERY_QDRANT__URL is not a URL)"
+        raise VectorIndexUnreachable(
+            "open",
+            f"no response from the Qdrant server {where}: check that the server is running and reachable "
+            "from here, and that the URL is its scheme://host:port, e.g. http://qdrant:6333",
+        ) from None
+
+
+def _open_server(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, url: str) -> IndexAdapter:
+    from docquery.index import open_server
+
     return open_server(
-        url=s.qdrant.url,
+        url=url,
         api_key=keys,
         name=name,
         model_id=embedder.model_id,

@@ -40,10 +40,17 @@ from docquery.wiring import Components, build_components
 ComponentsFactory = Callable[[Settings], Components]
 log = logging.getLogger("docquery.api")
 
-AUTH_REQUIRED_MESSAGE = (
-    "the prod profile refuses to start without authentication: put api-keys.json in the "
-    "secrets dir, or jwks.json there with DOCQUERY_AUTH__JWT_ISSUER and DOCQUERY_AUTH__JWT_AUDIENCE set"
-)
+
+def auth_required_message(settings: Settings) -> str:
+    """Why prod will not start without credentials, and where exactly they are looked for."""
+    if settings.vault.url:
+        where = f"Vault KV at {settings.vault.kv_mount}/{(settings.vault.kv_path or '').strip('/')}"
+    else:
+        where = f"the secrets dir {settings.secrets_dir.absolute()} (DOCQUERY_SECRETS_DIR)"
+    return (
+        f"the prod profile refuses to start without authentication: put {settings.auth.api_keys_file} in {where}, "
+        f"or {settings.auth.jwks_file} there with DOCQUERY_AUTH__JWT_ISSUER and DOCQUERY_AUTH__JWT_AUDIENCE set"
+    )
 
 
 def authenticator(settings: Settings, source: SecretSource) -> Authenticator:
@@ -51,7 +58,7 @@ def authenticator(settings: Settings, source: SecretSource) -> Authenticator:
     auth = Authenticator(settings.auth, source)
     if not auth.configured():
         if settings.is_prod:
-            raise ConfigError(AUTH_REQUIRED_MESSAGE)
+            raise ConfigError(auth_required_message(settings))
         # Fail closed in dev too: with no credentials configured every request is a 401.
         log.warning("no API keys or JWKS configured: every request will be refused (401)")
     return auth

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic_core import PydanticCustomError
 
 from docquery.core.domain import Citation
 
@@ -27,7 +26,7 @@ def _encodable(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise PydanticCustomError("string_unicode", "Input should be a valid string") from None
+        raise ValueError("not valid unicode") from None  # the 422 names the field and "value_error"
     return text
 
 

@@ -180,7 +180,8 @@ field (`DOCQUERY_LLM__BASE_URL`). A whole section may also be set as one JSON ob
 (`DOCQUERY_LLM='{"base_url": "...", "model": "..."}'`). Names are matched without regard to case.
 
 - A `DOCQUERY_*` variable that names no setting is a warning naming the closest real one
-  (`DOCQUERY_DATADIR`: did you mean `DOCQUERY_DATA_DIR`?), and an error in the `prod` profile.
+  (`DOCQUERY_DATADIR`: did you mean `DOCQUERY_DATA_DIR`?), and an error in the `prod` profile. So is a key of a
+  section's JSON that names no field of it (`DOCQUERY_LLM`: unknown key `base_urll`; did you mean `base_url`?).
 - `docquery config show` prints the effective value of every setting and where it came from (default or
   which variable), and for each secret whether it is set and where it is read from; never a secret's value.
 - No setting holds a secret. Secrets are read on every use through one source, so a rotated one is used

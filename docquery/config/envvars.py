@@ -107,13 +107,19 @@ def fallback_env_var(environ: Mapping[str, str], name: str) -> str | None:
 # -- unknown variables -----------------------------------------------------------
 @dataclass(frozen=True)
 class UnknownVariable:
+    """A ``DOCQUERY_*`` variable, or a key of a section's JSON value (``key``), that names no setting."""
+
     name: str
-    suggestion: str | None  # the closest real variable, when one is close
+    suggestion: str | None  # the closest real variable (or key, when ``key`` is set), when one is close
+    key: str | None = None  # dotted path of the unknown key inside the variable's JSON object
 
     def message(self, *, refused: bool = False) -> str:
-        hint = f"; did you mean {self.suggestion}?" if self.suggestion else ""
         outcome = "refused in the prod profile" if refused else "ignored"
-        return f"{self.name} is not a DocQuery setting and is {outcome}{hint}"
+        if self.key is None:
+            hint = f"; did you mean {self.suggestion}?" if self.suggestion else ""
+            return f"{self.name} is not a DocQuery setting and is {outcome}{hint}"
+        hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""
+        return f"{self.name}: unknown key {self.key!r} names no setting and is {outcome}{hint}"
 
 
 def _spellings(var: str) -> str:
@@ -121,18 +127,66 @@ def _spellings(var: str) -> str:
     return re.sub(r"[^A-Z0-9]", "", var.upper())
 
 
+def _suggest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate (upper-case full variable names) ``name`` most likely meant, if one is close."""
+    pool = set(candidates)
+    by_spelling = {_spellings(c): c for c in pool}
+    if (same := by_spelling.get(_spellings(name))) is not None:
+        return same
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _children(known: frozenset[str], container: str) -> dict[str, str]:
+    """Fields of a section (or any nested model) ``container``: upper-case key -> full variable name."""
+    prefix = container + NESTED_DELIMITER
+    return {k[len(prefix) :]: k for k in known if k.startswith(prefix) and NESTED_DELIMITER not in k[len(prefix) :]}
+
+
+def _json_object(value: str) -> dict[str, Any] | None:
+    if not value.strip().startswith("{"):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None  # pydantic-settings reports malformed JSON itself
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _unknown_keys(
+    var: str, container: str, obj: Mapping[str, Any], path: tuple[str, ...], known: frozenset[str]
+) -> Iterator[UnknownVariable]:
+    """Keys of ``obj`` (the JSON value of ``container``) that name no field, at any depth of nested models."""
+    children = _children(known, container)
+    for raw_key, inner in obj.items():
+        key = str(raw_key)
+        if _norm(key) in _SECRET_KEYS:
+            continue  # a credential: the secret source refuses or reads it (docquery.secrets)
+        full = f"{container}{NESTED_DELIMITER}{key.upper()}"
+        if key.upper() in children:
+            if isinstance(inner, dict) and _children(known, full):
+                yield from _unknown_keys(var, full, inner, (*path, key), known)
+            continue
+        meant = _suggest(full, children.values())
+        suggestion = None if meant is None else ".".join((*path, meant[len(container) + 2 :].lower()))
+        yield UnknownVariable(var, suggestion, key=".".join((*path, key)))
+
+
 def unknown_env_vars(known: Iterable[str], environ: Mapping[str, str]) -> list[UnknownVariable]:
-    """Every ``DOCQUERY_*`` variable that is not in ``known`` (upper-case names), with a suggestion."""
-    known_set = set(known)
-    by_spelling = {_spellings(k): k for k in known_set}
+    """Every ``DOCQUERY_*`` variable not in ``known`` (upper-case names), and every key of a section's JSON
+    value that names no field of it (nested models too), each with a suggestion.
+
+    Variables and keys that carry a secret are left out: they are the secret source's to judge.
+    """
+    known_set = frozenset(known)
     out: list[UnknownVariable] = []
     for var in sorted(environ):
-        upper = var.upper()
-        if not upper.startswith(ENV_PREFIX) or upper in known_set or upper.startswith(SECRET_ENV_PREFIX):
+        upper, value = var.upper(), environ[var]
+        if not upper.startswith(ENV_PREFIX) or upper.startswith(SECRET_ENV_PREFIX):
             continue
-        suggestion = by_spelling.get(_spellings(upper))
-        if suggestion is None:
-            close = difflib.get_close_matches(upper, known_set, n=1, cutoff=0.75)
-            suggestion = close[0] if close else None
-        out.append(UnknownVariable(var, suggestion))
+        if upper in known_set:
+            if _children(known_set, upper) and (obj := _json_object(value)) is not None:
+                out.extend(_unknown_keys(var, upper, obj, (), known_set))
+        elif not carries_secret(var, value):
+            out.append(UnknownVariable(var, _suggest(upper, known_set)))
     return out

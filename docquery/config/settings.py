@@ -7,15 +7,15 @@ The model holds no secret. Credentials (``llm-api-key``, ``qdrant-api-key``, ...
 through :mod:`docquery.secrets` on every use, from files, Vault or (dev only) env vars, so
 a rotated key takes effect without a restart and there is one way to read a secret.
 
-A ``DOCQUERY_*`` variable that names no setting is a warning naming the closest real
-setting, and an error in the prod profile: a misspelt setting must not be silently ignored.
+A ``DOCQUERY_*`` variable that names no setting, or a key of a section's JSON value that names
+no field, is a warning naming the closest real one, and an error in the prod profile: a misspelt
+setting must not be silently ignored.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -26,7 +26,8 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
-from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, carries_secret, unknown_env_vars
+from docquery.config.describe import describe_source_error, describe_validation_error
+from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, unknown_env_vars
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +205,7 @@ class ApiSettings(_Section):
     """Requests per minute per principal; more get 429 with `Retry-After`."""
     rate_limit_burst: int = Field(default=20, ge=1)
     """Requests a principal may send at once above the steady rate."""
-    link_allowlist: list[str] = Field(default_factory=list)
+    link_allowlist: list[str] = Field(default_factory=list, examples=[["example.com"]])
     """Hosts that links in answers may point to (JSON list). Empty: every link is rendered inert."""
     head_timeout_s: float = Field(default=10.0, gt=0)
     """Seconds a client has to send the request head, from its first byte (slow clients get 408)."""
@@ -299,7 +300,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./.docquery")
     """Where the embedded Qdrant engine and the ingest state keep their files."""
     secrets_dir: Path = Path(DEFAULT_SECRETS_DIR)
-    """Directory of secret files, as the Vault Agent renders them (an in-memory volume)."""
+    """Directory of secret files, as the Vault Agent renders them (an in-memory volume). Without `vault.url`, the
+    prod profile refuses to start when it is missing, not a directory, or not readable and searchable."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """Port of the Prometheus metrics listener of `serve`, apart from the API; 0 = off."""
     log_level: str = "INFO"
@@ -337,9 +339,9 @@ class Settings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise SettingsError(_describe(exc)) from None
+            raise SettingsError(describe_validation_error(exc)) from None
         except _SourceError as exc:
-            raise SettingsError(_describe_source_error(exc)) from None
+            raise SettingsError(describe_source_error(exc, os.environ, setting_fields())) from None
         check_unknown_env_vars(self.profile, os.environ)
 
     @property
@@ -367,29 +369,15 @@ def known_env_vars() -> set[str]:
 
 
 def check_unknown_env_vars(profile: Profile, environ: Mapping[str, str]) -> None:
-    """Warn (dev) or refuse (prod) every ``DOCQUERY_*`` variable that names no setting.
+    """Warn (dev) or refuse (prod) every ``DOCQUERY_*`` variable, or key of a section's JSON, that names no setting.
 
-    Variables that carry a secret are the secret source's to judge (docquery.secrets).
+    Variables and keys that carry a secret are the secret source's to judge (docquery.secrets).
     """
-    unknown = [
-        u for u in unknown_env_vars(known_env_vars(), environ) if not carries_secret(u.name, environ.get(u.name, ""))
-    ]
+    unknown = unknown_env_vars(known_env_vars(), environ)
     if profile == Profile.PROD and unknown:
         raise SettingsError(unknown[0].message(refused=True))
     for u in unknown:
         log.warning("%s", u.message())
-
-
-def _describe_source_error(exc: _SourceError) -> str:
-    """pydantic-settings could not parse a section's JSON: name the variable, not the value."""
-    match = re.search(r'field "([a-z_]+)"', str(exc))
-    var = f"{ENV_PREFIX}{match.group(1)}".upper() if match else f"a {ENV_PREFIX}* variable"
-    return f"{var} is not valid JSON; set its fields one by one ({var}__<FIELD>) or fix the JSON"
-
-
-def _describe(exc: ValidationError) -> str:
-    problems = [f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()]
-    return "invalid settings: " + "; ".join(problems)
 
 
 def load_settings(**overrides: Any) -> Settings:

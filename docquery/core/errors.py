@@ -3,6 +3,7 @@
     DocQueryError
      ├── ConfigError            bad or missing configuration (exit 2 / refuse to start)
      ├── VectorIndexError       a Qdrant operation failed (operation name, never payload text)
+     │    ├── VectorIndexUnreachable  no response from the Qdrant server (down, wrong URL, timeout)
      │    └── ModelMismatchError  (docquery.core.collection) collection built with another model
      ├── EmbedderError          the embedder failed or returned the wrong shape
      ├── GeneratorError         the LLM call failed (operation, HTTP status)
@@ -34,6 +35,10 @@ class VectorIndexError(DocQueryError):
     def __init__(self, operation: str, detail: str = "") -> None:
         super().__init__(f"vector index operation {operation!r} failed" + (f": {detail}" if detail else ""))
         self.operation = operation
+
+
+class VectorIndexUnreachable(VectorIndexError):
+    pass
 
 
 class EmbedderError(DocQueryError):

@@ -19,7 +19,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.core.errors import VectorIndexError
+from docquery.core.errors import VectorIndexError, VectorIndexUnreachable
 from docquery.core.ports import KeyProvider
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
@@ -52,6 +52,9 @@ def _guard(operation: str, lock: threading.RLock | None) -> Iterator[None]:
                 yield
     except VectorIndexError:
         raise
+    except ResponseHandlingException as exc:
+        unreachable = not isinstance(exc.source, _NoKeyError)
+        raise (VectorIndexUnreachable if unreachable else VectorIndexError)(operation, _safe(exc)) from None
     except Exception as exc:
         raise VectorIndexError(operation, _safe(exc)) from None
 

@@ -125,6 +125,9 @@ def bind_socket(host: str, port: int, *, what: str, setting: str) -> socket.sock
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise port_busy(host, port, what=what, setting=setting) from None
-        raise ConfigError(f"cannot listen on {host}:{port} for the {what}: {exc.strerror}; check {setting}") from None
+        # A name that does not resolve, or an address no interface here has: the host is wrong, not the port.
+        wrong_host = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+        check = "--host" if wrong_host else setting
+        raise ConfigError(f"cannot listen on {host}:{port} for the {what}: {exc.strerror}; check {check}") from None
     sock.set_inheritable(True)
     return sock

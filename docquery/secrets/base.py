@@ -5,6 +5,7 @@ Exceptions::
     SecretsError (DocQueryError)
      +-- SecretUnavailableError   a source could not be read (I/O, Vault down)
      |    +-- VaultError            (docquery.secrets.vault) login, renewal or read failed
+     |    +-- SecretsDirError       the secrets dir is missing, not a directory or unreadable
      +-- SecretFormatError        content present but not what was expected
      +-- EnvSecretRefusedError    a secret env var in the prod profile
      +-- MissingSecretError       prod needs a secret that is missing or a placeholder
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import SecretStr
@@ -36,6 +38,17 @@ class SecretsError(DocQueryError):
 
 class SecretUnavailableError(SecretsError):
     """The source could not be read (permissions, I/O, Vault unreachable or denied)."""
+
+
+class SecretsDirError(SecretUnavailableError):
+    """The secrets dir cannot serve files: missing, not a directory, or not readable and searchable."""
+
+    def __init__(self, directory: Path, problem: str) -> None:
+        super().__init__(
+            f"the secrets dir {directory} (DOCQUERY_SECRETS_DIR) {problem}: point DOCQUERY_SECRETS_DIR at the "
+            "directory the Vault Agent renders secrets into, readable by this process, or set DOCQUERY_VAULT__URL"
+        )
+        self.directory = directory
 
 
 class SecretFormatError(SecretsError):

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from docquery.config.envvars import fallback_env_var
 from docquery.config.settings import Profile
-from docquery.secrets.base import MissingSecretError, SecretSource
+from docquery.secrets.base import MissingSecretError, SecretsDirError, SecretSource
 from docquery.secrets.env import EnvSecretSource, FallbackSecretSource, refuse_env_secrets
-from docquery.secrets.files import FileSecretSource
+from docquery.secrets.files import FileSecretSource, directory_problem
 
 if TYPE_CHECKING:
     from docquery.config.settings import Settings
@@ -60,11 +60,22 @@ def _require(source: SecretSource, settings: Settings) -> None:
             raise MissingSecretError(name, secret_origin(settings, name))
 
 
+def check_secrets_dir(settings: Settings) -> None:
+    """Prod with secret files: refuse a secrets dir that cannot serve them, before any read blames a file."""
+    if settings.vault.url or settings.profile != Profile.PROD:
+        return  # dev: a missing dir is normal (the default /vault/secrets), and the env fallback applies
+    directory = settings.secrets_dir.absolute()
+    problem = directory_problem(directory)
+    if problem is not None:
+        raise SecretsDirError(directory, problem)
+
+
 def build_secret_source(settings: Settings, *, environ: Mapping[str, str] | None = None) -> SecretSource:
     """The secret source for these settings; prod refuses to start without its required secrets.
 
     Prod refuses secret env vars up front (naming the variable) even though it
-    would never read them: a key left in the pod spec is itself the leak.
+    would never read them: a key left in the pod spec is itself the leak. It also refuses
+    a secrets dir that is missing, not a directory or unreadable, naming the dir.
     """
     refuse_env_secrets(settings.profile, environ)
     primary: SecretSource
@@ -73,6 +84,7 @@ def build_secret_source(settings: Settings, *, environ: Mapping[str, str] | None
 
         primary = VaultSecretSource.from_settings(settings)
     else:
+        check_secrets_dir(settings)
         primary = FileSecretSource(settings.secrets_dir)
     if settings.profile == Profile.PROD:
         _require(primary, settings)

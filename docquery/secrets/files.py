@@ -6,6 +6,7 @@ import dataclasses
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,29 @@ from docquery.secrets.base import Clock, SecretFormatError, SecretUnavailableErr
 log = logging.getLogger(__name__)
 
 _MISSING = object()
+
+
+def directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` cannot hold readable secret files (missing, not a directory, unreadable), or None.
+
+    Read and search permission both: listing needs the first, opening a file inside the second.
+    """
+    try:
+        st = directory.stat()
+    except OSError as exc:
+        return _STAT_PROBLEMS.get(type(exc), f"cannot be read ({exc.strerror})")
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if not os.access(directory, os.R_OK | os.X_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+_STAT_PROBLEMS: dict[type[OSError], str] = {
+    FileNotFoundError: "does not exist",
+    NotADirectoryError: "is not a directory (a part of its path is a file)",
+    PermissionError: "cannot be reached (permission denied on a directory above it)",
+}
 
 
 @dataclasses.dataclass(frozen=True)

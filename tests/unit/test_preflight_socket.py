@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from docquery.runtime.preflight import bind_socket
+import pytest
+
+from docquery.core.errors import ConfigError
+from docquery.runtime.preflight import BusyError, bind_socket
 
 
 def test_connections_accepted_on_the_bound_socket_have_tcp_nodelay() -> None:
@@ -39,3 +42,25 @@ def test_connections_accepted_on_the_bound_socket_have_tcp_nodelay() -> None:
 
     asyncio.run(main())
     assert seen and seen[0] != 0
+
+
+# Hosts that cannot be listened on: a name that does not resolve, addresses no interface here has.
+WRONG_HOSTS = ["no.such.host.invalid", "192.0.2.1", "203.0.113.7", "198.51.100.20"]
+
+
+@pytest.mark.parametrize("host", WRONG_HOSTS)
+def test_a_host_that_is_not_here_points_at_host_not_port(host: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        bind_socket(host, 8090, what="API", setting="--port")
+    message = str(info.value)
+    assert message.startswith(f"cannot listen on {host}:8090 for the API: ")
+    assert message.endswith("; check --host")
+
+
+def test_a_busy_port_still_names_the_port_setting() -> None:
+    taken = bind_socket("127.0.0.1", 0, what="API", setting="--port")
+    try:
+        with pytest.raises(BusyError, match="choose another port with DOCQUERY_METRICS_PORT"):
+            bind_socket("127.0.0.1", taken.getsockname()[1], what="metrics", setting="DOCQUERY_METRICS_PORT")
+    finally:
+        taken.close()
