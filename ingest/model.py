@@ -62,6 +62,7 @@ class PlannedDoc:
     doc_id: str
     content_sha256: str
     previous: DocumentRecord | None
+    identity: tuple[int, int, int] | None = None  # device, inode, ctime of the file the plan hashed (ingest.reading)
 
 
 @dataclass

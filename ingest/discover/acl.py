@@ -177,6 +177,22 @@ def acl_from_document(doc: Any, origin: str) -> tuple[str, ...]:
     return normalise_groups(groups, origin)
 
 
+def _has_entry(candidate: Path) -> bool:
+    """Whether anything stands at ``candidate``. Only "no such entry" is no: a folder that cannot be
+    read hides whether it has an ACL file, and taking that for "none" would give its documents the
+    ACL of the folder above (outside review, F2), so it stops the run instead."""
+    try:
+        os.lstat(candidate)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise UsageError(
+            f"cannot tell whether {candidate.parent} has an ACL file ({exc.strerror or type(exc).__name__}): "
+            "make the folder readable by the ingest, or --exclude it"
+        ) from None
+    return True
+
+
 class AclResolver:
     """Resolves a file's ACL from folder files (nearest wins) or the CLI fallback. Caches per folder."""
 
@@ -192,23 +208,28 @@ class AclResolver:
         return self._files[candidate]
 
     def _folder(self, folder: Path, root: Path) -> tuple[tuple[str, ...], str] | None:
-        if (folder, root) in self._cache:
-            return self._cache[(folder, root)]
-        candidate = folder / ACL_FILE
-        found: tuple[tuple[str, ...], str] | None
-        if os.path.lexists(candidate):  # any kind of entry under that name is checked, never ignored
-            found = (self._read(candidate), str(candidate))
-        elif folder == root or root not in folder.parents:
-            found = None
-        else:
-            found = self._folder(folder.parent, root)
-        self._cache[(folder, root)] = found
+        """The nearest ACL file from ``folder`` up to ``root``. Iterative: a tree may be thousands deep."""
+        chain: list[Path] = []
+        found: tuple[tuple[str, ...], str] | None = None
+        at: Path | None = folder
+        while at is not None:
+            if (at, root) in self._cache:
+                found = self._cache[(at, root)]
+                break
+            chain.append(at)
+            candidate = at / ACL_FILE
+            if _has_entry(candidate):  # any kind of entry under that name is checked, never ignored
+                found = (self._read(candidate), str(candidate))
+                break
+            at = None if at == root or root not in at.parents else at.parent
+        for visited in chain:
+            self._cache[(visited, root)] = found
         return found
 
     def check_folder(self, folder: Path) -> None:
         """Validates the ACL file of ``folder`` if it has one (raises UsageError)."""
         candidate = folder / ACL_FILE
-        if os.path.lexists(candidate):
+        if _has_entry(candidate):
             self._read(candidate)
 
     def resolve(self, root: Path, path: Path) -> tuple[tuple[str, ...], str] | None:

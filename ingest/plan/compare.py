@@ -21,32 +21,31 @@ folder and later its parent does not duplicate documents; point ids derive from
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from docquery.core.collection import PUBLIC_GROUP
 from docquery.core.domain import DocumentRecord
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Discovery, Filters, Shard
 from ingest.model import EXTRA_PATH, EXTRA_PIPELINE, FileRejected, PlannedDoc, SourceFile
 from ingest.prepare.loaders import SNIFF_BYTES, kind_for, precheck
+from ingest.reading import OpenedFile, open_planned
 
 
 def doc_id_for(path: Path) -> str:
     return hashlib.sha256(f"file\x1f{path}".encode()).hexdigest()[:32]
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
+def sha256_rest(opened: OpenedFile, head: bytes) -> str:
+    """The file's SHA-256: ``head`` (already read from it), then the rest of it."""
+    h = hashlib.sha256(head)
+    while block := os.read(opened.fd, 1 << 20):
+        h.update(block)
     return h.hexdigest()
-
-
-def read_head(path: Path) -> bytes:
-    with path.open("rb") as fh:
-        return fh.read(SNIFF_BYTES)
 
 
 WITHDRAWN = "withdrawn (no ACL applies to its location now)"
@@ -102,18 +101,20 @@ def build_plan(
     by_id = {r.doc_id: r for r in records}
     for found in discovery.files:
         try:
-            head = read_head(found.path)
-            try:
-                kind = kind_for(found.path, head)
-            except FileRejected as exc:
-                plan.skipped.append((str(found.path), exc.reason))
-                continue
-            size = found.path.stat().st_size
-            if size > max_file_bytes:
-                plan.failed.append((str(found.path), f"file too large ({size} bytes > limit {max_file_bytes})"))
-                continue
-            precheck(kind, head)
-            sha = sha256_file(found.path)
+            # One open for the type, the size and the hash; the read that indexes it checks it is the same file.
+            with open_planned(found.path) as opened:
+                head = os.read(opened.fd, SNIFF_BYTES)
+                try:
+                    kind = kind_for(found.path, head)
+                except FileRejected as exc:
+                    plan.skipped.append((str(found.path), exc.reason))
+                    continue
+                if opened.size > max_file_bytes:
+                    reason = f"file too large ({opened.size} bytes > limit {max_file_bytes})"
+                    plan.failed.append((str(found.path), reason))
+                    continue
+                precheck(kind, head)
+                sha, identity = sha256_rest(opened, head), opened.identity
         except FileRejected as exc:
             plan.failed.append((str(found.path), exc.reason))
             continue
@@ -123,7 +124,7 @@ def build_plan(
         src = replace(found, kind=kind)
         doc_id = doc_id_for(src.path)
         prev = by_id.get(doc_id)
-        planned = PlannedDoc(source=src, doc_id=doc_id, content_sha256=sha, previous=prev)
+        planned = PlannedDoc(source=src, doc_id=doc_id, content_sha256=sha, previous=prev, identity=identity)
         if prev is None:
             plan.add.append(planned)
         elif (
@@ -156,9 +157,10 @@ def stale_acls(
 
     Threat: a folder's ACL is narrowed while one of its files fails to load (or is skipped, or
     deleted without ``--delete-missing``); its old chunks must not stay readable under the old
-    ACL. Such a document gets the ACL its location resolves to now (the same rule as for a file
-    that loads), or is withdrawn when none applies. Documents about to be re-indexed get it
-    before their new chunks are written, so a load failure cannot leave the old ACL behind.
+    ACL. Such a document gets the ACL its location resolves to now where that narrows its own
+    (``no_wider``), or is withdrawn when none applies or nobody is left. Documents about to be
+    re-indexed get it before their new chunks are written, so a load failure cannot leave the old
+    ACL behind; their new chunks carry the current ACL in full.
     """
     out: list[StaleAcl] = []
     updating = {p.doc_id: p.source for p in plan.update}
@@ -178,9 +180,31 @@ def stale_acls(
             current = resolver.resolve(scope[0], path)
         if current is None:
             out.append(StaleAcl(record, None))
-        elif tuple(record.acl_groups) != current[0]:
-            out.append(StaleAcl(record, current[0], current[1]))
+            continue
+        groups = no_wider(tuple(record.acl_groups), current[0])
+        if groups is None:
+            out.append(StaleAcl(record, None))
+        elif tuple(record.acl_groups) != groups:
+            out.append(StaleAcl(record, groups, current[1]))
     return sorted(out, key=lambda s: str(record_path(s.record)))
+
+
+def no_wider(old: tuple[str, ...], current: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The ACL indexed content that is not read again this run may take: ``current`` where it narrows
+    ``old``, never anyone new (None: nobody is left, so it is withdrawn).
+
+    Threat (outside review, F1): the location a document resolves to now is not proof that its old
+    content may be shown more widely. A folder moved or deleted with its ACL file (``mv hr .hr-old``
+    needs only write access to the parent) resolves to the parent's ACL, often public; an unreadable
+    folder, to the one above it. Only content read from its location this run takes a wider ACL.
+    Public admits every caller with a group, so it is wider than any groups and narrowed by any.
+    """
+    if PUBLIC_GROUP in current:
+        return old  # current admits everyone old did: nothing to narrow
+    if PUBLIC_GROUP in old:
+        return current
+    kept = tuple(g for g in current if g in old)
+    return kept or None
 
 
 def _missing(
@@ -192,9 +216,21 @@ def _missing(
         rel = _scope_rel(path, discovery)
         if rel is None or not filters.accepts(rel) or not shard.owns(rel):
             continue
-        if not path.is_file():
+        if _gone(path):
             out.append(record)
     return sorted(out, key=lambda r: str(record_path(r)))
+
+
+def _gone(path: Path) -> bool:
+    """Only a file that is not there is missing: one that cannot be checked (an unreadable folder)
+    is kept, so a permission change never deletes a document."""
+    try:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return not stat.S_ISREG(info.st_mode)
 
 
 def _scope_rel(path: Path, discovery: Discovery) -> str | None:

@@ -25,6 +25,7 @@ from ingest.model import (
 )
 from ingest.prepare.loaders import Limits, loader_for, suffix_of
 from ingest.prepare.scan import scan_and_strip
+from ingest.reading import FileIdentity, open_planned, read_all
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,10 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     """
     src = planned.source
     loader = loader_for(src.kind or suffix_of(src.path))  # unsupported types fail before the file is read
+    expected = FileIdentity(*planned.identity) if planned.identity is not None else None
     try:
-        data = src.path.read_bytes()
+        with open_planned(src.path, expected) as opened:
+            data = read_all(opened, cfg.limits.max_file_bytes)
     except OSError as exc:
         raise FileRejected(f"cannot read file ({exc.strerror or type(exc).__name__})") from None
     if len(data) > cfg.limits.max_file_bytes:
