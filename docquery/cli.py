@@ -159,7 +159,17 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         authenticator(settings, secrets)  # the prod profile without auth: exit 2 before the model loads
         # Built here, not in the app's lifespan: an index that cannot open or a model that cannot load is
         # one line and exit 2 (3 if busy), where a lifespan failure is uvicorn's traceback and its exit 3.
+        edge = edge_collection(settings)
+        created = edge is not None and not edge.exists
         components = build_components(settings, secrets=secrets)
+        if created or components.index.count_chunks() == 0:
+            # It serves anyway (in a cluster the ingest Job may come later), but a typo in the data dir
+            # must not pass for an index with nothing relevant in it.
+            why = "did not exist and was created empty" if created else "holds no documents"
+            log.warning(
+                "%s; every answer will be 'not in the documents' until then",
+                _empty(settings, settings.qdrant.collection, why),
+            )
         app = create_app(settings, components=components)
         if settings.metrics_port:
             _start_metrics(app.state.metrics, args.host, settings.metrics_port)

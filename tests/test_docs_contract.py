@@ -44,7 +44,8 @@ def test_cli_synopsis_matches_the_parsers() -> None:
         words = line.split()
         if len(words) > 1 and words[0] == "docquery":
             cmd = sub[words[1]]
-            if words[1] == "eval":
-                cmd = next(a for a in cmd._actions if a.choices).choices[words[2]]
+            groups = [a.choices for a in cmd._actions if isinstance(a.choices, dict)]
+            if groups:  # a command of subcommands (eval retrieval, config show): the one named
+                cmd = groups[0][words[2]]
             known = {o for a in cmd._actions for o in a.option_strings}
             assert set(re.findall(r"--[a-z][a-z-]*", line)) <= known, line

@@ -87,8 +87,9 @@ def test_the_synopsis_names_real_commands_and_flags() -> None:
         if len(words) < 2 or words[0] != "docquery":
             continue
         cmd = subparsers[words[1]]
-        if words[1] == "eval":
-            cmd = next(a for a in cmd._actions if a.choices).choices[words[2]]
+        groups = [a.choices for a in cmd._actions if isinstance(a.choices, dict)]
+        if groups:  # a command of subcommands (eval retrieval, config show): the one named
+            cmd = groups[0][words[2]]
         known = {opt for action in cmd._actions for opt in action.option_strings}
         for flag in re.findall(r"(--[a-z][a-z-]*)", line):
             assert flag in known, f"README synopsis: docquery {words[1]} has no {flag}"

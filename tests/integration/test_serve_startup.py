@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -59,3 +61,29 @@ def test_a_start_that_cannot_succeed_is_one_line_and_exit_2(tmp_path: Path, case
     assert "Traceback" not in done.stderr and "startup failed" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if not line.startswith("{")]
     assert expected in errors[-1], done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_serving_a_data_dir_with_nothing_in_it_warns_and_a_sigterm_is_a_normal_stop(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    typo = tmp_path / "dta"  # the data dir a user meant to type differently
+    env.update(DOCQUERY_DATA_DIR=str(typo), DOCQUERY_SECRETS_DIR=str(tmp_path / "secrets"), HF_HUB_OFFLINE="1")
+    env.update(DOCQUERY_LOG_FORMAT="json")
+    cmd = [sys.executable, "-m", "docquery.cli", "serve", "--port", str(_free_port())]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "Application startup complete" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    records = [json.loads(line) for line in lines]
+    warnings = [r["message"] for r in records if r["level"] == "WARNING" and "collection" in r["message"]]
+    assert len(warnings) == 1 and "did not exist and was created empty" in warnings[0]
+    assert f"DOCQUERY_DATA_DIR={typo}" in warnings[0]
+    assert status == 0
