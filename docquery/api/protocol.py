@@ -11,6 +11,9 @@ connection:
   ``head_timeout_s``, or the connection gets 408 and is closed;
 * **body**: the body must be complete within ``body_timeout_s`` of the head,
   or 408 (when no response has started) and close;
+* **send**: a response whose client stops reading it (the transport's buffer
+  past its high-water mark) for ``send_timeout_s`` is cut (the connection is
+  aborted), so a stream cannot hold its LLM slot for as long as a client likes;
 * **head size**: a head larger than ``max_head_bytes`` gets 431 however it
   arrived (h11 is also told the bound for incomplete heads);
 * **connections**: past ``max_connections``, the longest-idle connection with
@@ -54,6 +57,7 @@ class ConnectionLimits:
     head_timeout_s: float
     body_timeout_s: float
     keepalive_timeout_s: float
+    send_timeout_s: float
     max_connections: int
     max_head_bytes: int
 
@@ -98,6 +102,7 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.conn = _HeadBoundConnection(self.limits.max_head_bytes)
         self._deadline: asyncio.TimerHandle | None = None
+        self._stall: asyncio.TimerHandle | None = None  # armed while the client is not reading
         self._phase = "idle"  # idle | head | body | app
         self._idle_since = time.monotonic()
 
@@ -169,7 +174,28 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
+        self._cancel_stall()
         super().connection_lost(exc)
+
+    # -- a client that stops reading -----------------------------------------------------------
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._cancel_stall()
+        self._stall = self.loop.call_later(self.limits.send_timeout_s, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._cancel_stall()
+        super().resume_writing()
+
+    def _cancel_stall(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+
+    def _stalled(self) -> None:
+        self._stall = None
+        self._phase = "closed"
+        self.transport.abort()  # not close(), even if one is pending: it waits for the buffer to drain
 
     # -- answers from the protocol layer -------------------------------------------------------
     def send_400_response(self, msg: str) -> None:

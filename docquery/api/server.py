@@ -26,6 +26,7 @@ def server_options(log_level: str, api: ApiSettings | None = None) -> dict[str, 
                 head_timeout_s=limits.head_timeout_s,
                 body_timeout_s=limits.body_timeout_s,
                 keepalive_timeout_s=limits.keepalive_timeout_s,
+                send_timeout_s=limits.send_timeout_s,
                 max_connections=limits.max_connections,
                 max_head_bytes=limits.max_head_bytes,
             )

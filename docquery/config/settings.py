@@ -213,6 +213,9 @@ class ApiSettings(_Section):
     """Seconds a client has to send the request body, from the end of the head (408 past it)."""
     keepalive_timeout_s: float = Field(default=5.0, gt=0)
     """Seconds an idle keep-alive connection (no request in progress) stays open."""
+    send_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds a response may wait on a client that has stopped reading it (its send buffer full) before the
+    connection is cut: a stream held that way would keep its LLM slot."""
     max_connections: int = Field(default=512, ge=1)
     """Open connections at most; past it the longest-idle one is closed, or 503 when none is idle."""
     max_head_bytes: int = Field(default=16 * 1024, ge=1024)

@@ -8,6 +8,7 @@ Protocol-level errors come back in the JSON error envelope.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -16,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import uvicorn
@@ -281,3 +283,49 @@ def test_a_keep_alive_connection_is_closed_when_idle(served: Served) -> None:
         raw = _read_all(sock)
         assert raw.startswith(b"HTTP/1.1 200")
         assert LIMITS.keepalive_timeout_s - 0.2 < time.monotonic() - t0 < LIMITS.keepalive_timeout_s + 2
+
+
+def test_a_client_that_stops_reading_a_response_is_cut_off() -> None:
+    # A stream whose reader stalls would otherwise hold what it holds (its LLM slot) for as long as the
+    # client likes. An endless response, served with `docquery serve`'s protocol, to a client that reads
+    # nothing: the connection is aborted once the send buffer has been full for send_timeout_s.
+    ended = threading.Event()
+
+    async def endless(scope: dict[str, object], receive: Any, send: Any) -> None:
+        gone = asyncio.Event()
+
+        async def watch() -> None:  # as Starlette's StreamingResponse listens for the disconnect
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            while not gone.is_set():
+                await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+        finally:
+            watcher.cancel()
+            ended.set()  # what a stream's finally does: give its LLM slot back
+
+    limits = LIMITS.model_copy(update={"send_timeout_s": 0.5})
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(endless, lifespan="off", **server_options("critical", limits)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.connect(sock.getsockname())
+        client.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert ended.wait(timeout=20), "the response never ended"
+        assert not server.server_state.connections
+        client.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)
+        sock.close()
