@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import string
@@ -21,26 +22,47 @@ def _discover(root: Path, shard: Shard | None = None, fallback: tuple[str, ...] 
     return discover([root], filters=Filters(), shard=shard or Shard(), acl=AclResolver(fallback, "--groups"))
 
 
+def _remove_tree(top: Path) -> None:
+    """Bottom-up without recursion: shutil.rmtree and pytest's own cleanup recurse per level on 3.11,
+    and a tree they cannot remove breaks every later pytest run's clean-up."""
+    stack: list[tuple[str, bool]] = [(str(top), False)]
+    while stack:
+        path, emptied = stack.pop()
+        if emptied:
+            Path(path).rmdir()
+            continue
+        stack.append((path, True))
+        with os.scandir(path) as listing:
+            for e in listing:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((e.path, False))
+                else:
+                    Path(e.path).unlink()
+
+
 # -- deep nesting (the walk and the ACL lookup must not recurse per level) ------------------
 
 
 @pytest.mark.parametrize("depth", [1, 200, 1100, 1500])
 def test_deep_nesting_is_walked_with_inherited_and_nearest_acl(tmp_path: Path, depth: int) -> None:
     write(tmp_path / ACL_FILE, "groups: [staff]\n")
-    deep = tmp_path
-    for _ in range(depth):  # one level at a time: pathlib's mkdir(parents=True) recurses too
-        deep = deep / "d"
-        deep.mkdir()
-    write(deep / "deep.txt", "deep")
-    middle = tmp_path.joinpath(*["d"] * (depth // 2))
-    write(middle / "mid.txt", "mid")
-    if depth > 2:
-        write(tmp_path.joinpath(*["d"] * (depth - 1)) / ACL_FILE, "groups: [hr]\n")  # nearest wins
-    found = _discover(tmp_path)
-    assert found.rejected == []
-    by_name = {f.path.name: f.acl_groups for f in found.files}
-    assert by_name["deep.txt"] == (("hr",) if depth > 2 else ("staff",))
-    assert by_name["mid.txt"] == ("staff",)
+    try:
+        deep = tmp_path
+        for _ in range(depth):  # one level at a time: pathlib's mkdir(parents=True) recurses too
+            deep = deep / "d"
+            deep.mkdir()
+        write(deep / "deep.txt", "deep")
+        middle = tmp_path.joinpath(*["d"] * (depth // 2))
+        write(middle / "mid.txt", "mid")
+        if depth > 2:
+            write(tmp_path.joinpath(*["d"] * (depth - 1)) / ACL_FILE, "groups: [hr]\n")  # nearest wins
+        found = _discover(tmp_path)
+        assert found.rejected == []
+        by_name = {f.path.name: f.acl_groups for f in found.files}
+        assert by_name["deep.txt"] == (("hr",) if depth > 2 else ("staff",))
+        assert by_name["mid.txt"] == ("staff",)
+    finally:
+        _remove_tree(tmp_path / "d")
 
 
 _NAME = st.text(alphabet=string.ascii_letters[:6] + "-_0", min_size=1, max_size=3)
@@ -116,16 +138,22 @@ def test_a_folder_that_cannot_be_listed_is_a_failure(
 def test_a_real_path_too_long_is_a_failure_not_a_silent_skip(tmp_path: Path) -> None:
     write(tmp_path / ACL_FILE, "groups: [staff]\n")
     write(tmp_path / "top.txt", "top")
-    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    for i in range(18):  # 18 x 251 bytes > PATH_MAX (4096): made through descriptors, as a share can
-        name = chr(ord("a") + i) * 250
-        os.mkdir(name, dir_fd=fd)
-        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        os.close(fd)
-        fd = inner
-    os.close(os.open("lost.txt", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-    os.close(fd)
-    found = _discover(tmp_path)
-    assert [f.rel for f in found.files] == ["top.txt"]
-    assert len(found.rejected) == 1 and found.rejected[0][1] == "cannot list folder (File name too long)"
-    assert found.unlisted == [Path(found.rejected[0][0])]
+    fds = [os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)]
+    names = [chr(ord("a") + i) * 250 for i in range(18)]  # 18 x 251 bytes > PATH_MAX (4096)
+    try:
+        for name in names:  # made through descriptors, as a share's client can
+            os.mkdir(name, dir_fd=fds[-1])
+            fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+        os.close(os.open("lost.txt", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fds[-1]))
+        found = _discover(tmp_path)
+        assert [f.rel for f in found.files] == ["top.txt"]
+        assert len(found.rejected) == 1 and found.rejected[0][1] == "cannot list folder (File name too long)"
+        assert found.unlisted == [Path(found.rejected[0][0])]
+    finally:  # bottom-up through the descriptors: no path to it is short enough
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink("lost.txt", dir_fd=fds[-1])
+        for parent, name in reversed(list(zip(fds, names, strict=False))):
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(name, dir_fd=parent)
+        for fd in fds:
+            os.close(fd)
