@@ -9,6 +9,9 @@
 * A folder that cannot be listed (permission denied, path too long, I/O error) is a
   failure naming the folder, never a silent skip: its files and its ACL file are
   unknown (threat: files lost without a trace, or an ACL file never checked).
+* A file whose path is not valid UTF-8 (a Latin-1 name from an old share, decoded by
+  Python with surrogate escapes) is a failure, not a crash: ids, payloads and
+  citations are UTF-8 text, and an escaped form could name another, real file.
 * A file symlink is replaced by its target (threat: a link relabelling a
   document): the document is the target file, with the target's path relative to
   the root and the target's ACL, as if the walk had reached it directly. Links
@@ -48,7 +51,21 @@ class Shard:
 
 
 def shard_of(rel: str, count: int) -> int:
-    return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big") % count
+    # surrogateescape: the file system's own bytes for a name that is not UTF-8 (the same
+    # bytes as UTF-8 for every other name), so such a file is reported by exactly one shard.
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big") % count
+
+
+NOT_UTF8 = "file name is not valid UTF-8; rename it to UTF-8 (e.g. convmv -f latin1 -t utf8) and re-run"
+
+
+def is_utf8_name(path: str) -> bool:
+    """False for a path decoded with surrogate escapes (bytes that are not UTF-8)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _ENV_REF = re.compile(r"^\$(?:\{(\w+)\}|\((\w+)\)|(\w+))$")
@@ -223,6 +240,9 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
             if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
                 continue
             seen.add(path)
+            if not is_utf8_name(str(path)):
+                result.rejected.append((str(path), NOT_UTF8))
+                continue
             if not (entry.regular or entry.link):
                 result.rejected.append((str(path), "not a regular file"))
                 continue

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.discover.acl import ACL_FILE, AclResolver
-from ingest.discover.walk import Discovery, Filters, Shard, discover
+from ingest.discover.walk import NOT_UTF8, Discovery, Filters, Shard, discover
 from tests.support.ingest_fixtures import write
 
 
@@ -157,3 +157,40 @@ def test_a_real_path_too_long_is_a_failure_not_a_silent_skip(tmp_path: Path) -> 
                 os.rmdir(name, dir_fd=parent)
         for fd in fds:
             os.close(fd)
+
+
+# -- names that are not valid UTF-8 -------------------------------------------------------------
+
+_NOT_UTF8_NAMES = [
+    b"\xff.txt",
+    b"caf\xe9.txt",  # Latin-1
+    b"\xc3(.md",  # a lead byte without its continuation
+    b"\xed\xa0\x80.txt",  # an encoded surrogate
+    b"\xc0\xaf.txt",  # an overlong "/"
+    b"a\x80\x1b[31mred\n.txt",  # with a terminal escape and a newline
+]
+
+
+@pytest.mark.parametrize("raw", _NOT_UTF8_NAMES)
+@pytest.mark.parametrize("in_folder", [False, True])
+def test_a_name_that_is_not_utf8_is_one_failed_file(tmp_path: Path, raw: bytes, in_folder: bool) -> None:
+    write(tmp_path / ACL_FILE, "groups: [staff]\n")
+    write(tmp_path / "ok.txt", "ok")
+    name = os.fsdecode(raw)  # the surrogate-escaped str Python gives such a name
+    bad = tmp_path / name.removesuffix(".txt").removesuffix(".md") / "inner.txt" if in_folder else tmp_path / name
+    write(bad, "text")
+    found = _discover(tmp_path)
+    assert [f.rel for f in found.files] == ["ok.txt"]
+    assert found.rejected == [(str(bad), NOT_UTF8)]
+    for n in (2, 3, 5):  # --shard: reported by exactly one shard, no crash
+        reports = [_discover(tmp_path, shard=Shard(i, n)).rejected for i in range(n)]
+        assert sorted(r for part in reports for r in part) == [(str(bad), NOT_UTF8)]
+
+
+def test_a_root_that_is_not_utf8_fails_its_files_one_by_one(tmp_path: Path) -> None:
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    write(root / "a.txt", "a")
+    write(root / "b.txt", "b")
+    found = _discover(root, fallback=("staff",))
+    assert found.files == []
+    assert [reason for _, reason in found.rejected] == [NOT_UTF8, NOT_UTF8]
