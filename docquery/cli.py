@@ -31,6 +31,7 @@ from rich.markdown import Markdown
 
 from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
+from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
 from docquery.core.domain import Answer, Principal
 from docquery.core.errors import ConfigError, DocQueryError, VectorIndexError
 from docquery.evaluation.cli import register as register_eval
@@ -102,6 +103,8 @@ def _empty(settings: Settings, collection: str, why: str) -> EmptyIndexError:
 
 def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     top_k = _top_k(args.top_k, settings)
+    if args.collection is not None and not is_valid_collection_name(args.collection):
+        raise UsageProblem(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
     collection = args.collection or settings.qdrant.collection
     edge = edge_collection(settings, collection)
     if edge is not None and not edge.exists:

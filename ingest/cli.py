@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 
 from docquery.config.settings import Settings
-from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.collection import COLLECTION_NAME_RULE, PUBLIC_GROUP, is_valid_collection_name
 from docquery.runtime.malloc import tune_for_bulk_embedding
 from docquery.runtime.preflight import EXIT_BUSY, BusyError
 from ingest.discover.acl import parse_groups
@@ -87,6 +87,9 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         groups, origin = parse_groups(args.groups), "--groups"
     else:
         groups, origin = None, ""
+    if args.collection is not None and not is_valid_collection_name(args.collection):
+        # Threat: "../x" creates files outside the data dir; the value itself is not echoed.
+        raise UsageError(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
     return IngestOptions(
         paths=tuple(args.paths),
         groups=groups,
@@ -113,7 +116,7 @@ def run(
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return EXIT_USAGE
     except BusyError as exc:
-        sys.stderr.write(f"docquery ingest: {exc}\n")
+        sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # names the collection and a path
         return EXIT_BUSY
     except KeyboardInterrupt:
         # Records are written per document after its chunks (ingest/write/stream.py), so a partly

@@ -21,13 +21,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
 from docquery.config.describe import describe_source_error, describe_validation_error
 from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, unknown_env_vars
+from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ class QdrantSettings(_Section):
     """Qdrant server URL (e.g. `https://qdrant:6333`). Unset: the embedded engine under `data_dir`.
     Its key is the secret `qdrant-api-key`, read on every request."""
     collection: str = "docquery"
-    """Collection name, for ingest and queries alike."""
+    """Collection name, for ingest and queries alike: 1 to 64 letters, digits, `-` or `_`, starting with a letter
+    or digit."""
     timeout_s: float = 10.0
     """Timeout of one Qdrant server request, in seconds."""
     shard_number: int = Field(default=1, ge=1)
@@ -84,6 +86,14 @@ class QdrantSettings(_Section):
     max_segment_size_kb: int = Field(default=200_000, ge=1_000)
     """Largest segment the optimizer builds by merging; the embedded engine also seals (indexes) its
     appendable segment once a write fills one of this size."""
+
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, value: str) -> str:
+        # Also a path segment under data_dir: a name such as "../x" must never be used.
+        if not is_valid_collection_name(value):
+            raise ValueError(f"DOCQUERY_QDRANT__COLLECTION must be {COLLECTION_NAME_RULE}")
+        return value
 
     @model_validator(mode="after")
     def _segment_bounds(self) -> QdrantSettings:

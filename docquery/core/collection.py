@@ -14,6 +14,7 @@ One Qdrant collection holds three kinds of points, told apart by ``kind``:
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 from enum import StrEnum
@@ -27,6 +28,17 @@ SPARSE_VECTOR = "bm25"
 # A reserved ACL label for documents ingested with ``--public``. Group names
 # from credentials can never equal it (AclFilter strips it).
 PUBLIC_GROUP = "__public__"
+
+# A collection name is one path segment of the embedded engine (<data_dir>/collections/<name>) and
+# of a server's URLs. Threat: "../x" writing outside the data dir, or escapes reaching the terminal.
+# Well inside Qdrant's own rule (1 to 255 characters, none of <>:"/\\|?* or NUL).
+COLLECTION_NAME_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def is_valid_collection_name(name: str) -> bool:
+    return _COLLECTION_NAME.fullmatch(name) is not None
+
 
 _ID_NAMESPACE = uuid.UUID("5b0c6c0e-8f3a-4f0e-9a59-1d3c0f6a2b71")
 META_POINT_ID = uuid.uuid5(_ID_NAMESPACE, "docquery:meta")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docquery.config.settings import Settings
+from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
 from docquery.core.errors import ConfigError, DocQueryError
 
 EXIT_BUSY = 3
@@ -40,6 +41,8 @@ def edge_collection(settings: Settings, name: str | None = None) -> EdgeCollecti
     if settings.qdrant.url:
         return None
     collection = name or settings.qdrant.collection
+    if not is_valid_collection_name(collection):  # the flags and the settings check it first; a path must never escape
+        raise ConfigError(f"the collection name must be {COLLECTION_NAME_RULE}")
     return EdgeCollection(collection, settings.data_dir / "collections" / collection)
 
 

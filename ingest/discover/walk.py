@@ -1,9 +1,17 @@
 """File discovery: walk the roots, apply include/exclude globs and the shard, attach ACLs.
 
-* A directory is walked recursively in a sorted, deterministic order; symlinked
-  folders are not followed (reported as skipped), and dot-files and dot-folders
-  (``.git``, the ACL file itself) are skipped. Every ACL file in the tree is
-  validated, and a near-miss name (``.docquery-acl.yml``) is an error.
+* A directory is walked depth-first in a sorted, deterministic order, with an
+  explicit stack (threat: a few thousand nested folders must not exhaust Python's
+  recursion limit); symlinked folders are not followed (reported as skipped), and
+  dot-files and dot-folders (``.git``, the ACL file itself) are skipped. Every ACL
+  file in the tree is validated, and a near-miss name (``.docquery-acl.yml``) is an
+  error.
+* A folder that cannot be listed (permission denied, path too long, I/O error) is a
+  failure naming the folder, never a silent skip: its files and its ACL file are
+  unknown (threat: files lost without a trace, or an ACL file never checked).
+* A file whose path is not valid UTF-8 (a Latin-1 name from an old share, decoded by
+  Python with surrogate escapes) is a failure, not a crash: ids, payloads and
+  citations are UTF-8 text, and an escaped form could name another, real file.
 * A file symlink is replaced by its target (threat: a link relabelling a
   document): the document is the target file, with the target's path relative to
   the root and the target's ACL, as if the walk had reached it directly. Links
@@ -43,7 +51,21 @@ class Shard:
 
 
 def shard_of(rel: str, count: int) -> int:
-    return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big") % count
+    # surrogateescape: the file system's own bytes for a name that is not UTF-8 (the same
+    # bytes as UTF-8 for every other name), so such a file is reported by exactly one shard.
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big") % count
+
+
+NOT_UTF8 = "file name is not valid UTF-8; rename it to UTF-8 (e.g. convmv -f latin1 -t utf8) and re-run"
+
+
+def is_utf8_name(path: str) -> bool:
+    """False for a path decoded with surrogate escapes (bytes that are not UTF-8)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _ENV_REF = re.compile(r"^\$(?:\{(\w+)\}|\((\w+)\)|(\w+))$")
@@ -115,6 +137,9 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): not documents
     roots: list[Path] = field(default_factory=list)
     file_roots: list[Path] = field(default_factory=list)  # files given directly as PATH
+    # Folders that could not be listed (also in ``rejected``): what is under them is unknown,
+    # so a document indexed there is neither missing nor known to keep its ACL.
+    unlisted: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -131,23 +156,29 @@ class _Tree:
     folders: list[Path] = field(default_factory=list)  # every folder visited, the root first
     near_misses: list[Path] = field(default_factory=list)
     folder_links: list[Path] = field(default_factory=list)
+    unlisted: list[tuple[Path, str]] = field(default_factory=list)  # (folder, reason)
 
 
 def _walk(root: Path) -> _Tree:
     """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
     comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
-    (``root`` is resolved and folder links are not followed), and so is every non-link path in it."""
-    tree = _Tree()
+    (``root`` is resolved and folder links are not followed), and so is every non-link path in it.
 
-    def visit(folder: str, prefix: str) -> None:
+    Iterative: the stack holds the folders still to list, the next one on top, so the order is
+    the recursive pre-order (a folder's subfolders are pushed in reverse)."""
+    tree = _Tree()
+    stack: list[tuple[str, str]] = [(str(root), "")]  # (folder, its path relative to root + "/")
+    while stack:
+        folder, prefix = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 every = sorted(listing, key=lambda e: e.name)
-        except OSError:
-            return  # an unreadable folder is skipped, as os.walk does
+        except OSError as exc:
+            tree.unlisted.append((Path(folder), f"cannot list folder ({exc.strerror or type(exc).__name__})"))
+            continue
         tree.folders.append(Path(folder))
         tree.near_misses.extend(Path(e.path) for e in every if is_near_miss(e.name))
-        folders = []
+        folders: list[tuple[str, str]] = []
         for e in every:
             if e.name.startswith("."):
                 continue
@@ -156,14 +187,11 @@ def _walk(root: Path) -> _Tree:
                 if link:
                     tree.folder_links.append(Path(e.path))
                 else:
-                    folders.append(e)
+                    folders.append((e.path, f"{prefix}{e.name}/"))
             else:
                 regular = not link and e.is_file(follow_symlinks=False)
                 tree.entries.append(_Entry(Path(e.path), prefix + e.name, link, regular))
-        for sub in folders:
-            visit(sub.path, f"{prefix}{sub.name}/")
-
-    visit(str(root), "")
+        stack.extend(reversed(folders))
     return tree
 
 
@@ -212,6 +240,9 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
             if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
                 continue
             seen.add(path)
+            if not is_utf8_name(str(path)):
+                result.rejected.append((str(path), NOT_UTF8))
+                continue
             if not (entry.regular or entry.link):
                 result.rejected.append((str(path), "not a regular file"))
                 continue
@@ -249,5 +280,12 @@ def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path,
         )
     for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
         acl.check_folder(folder)
+        # Parents come first, so resolving each folder here fills the resolver's per-folder cache
+        # top-down and no later lookup climbs more than one level (a deep tree stays within the
+        # recursion limit).
+        acl.resolve(resolved, folder / ACL_FILE)
+    # Whatever the filters or shard: the folder's files and its ACL file are unknown to every run.
+    result.rejected.extend((str(folder), reason) for folder, reason in tree.unlisted)
+    result.unlisted.extend(folder for folder, _ in tree.unlisted)
     result.skipped.extend((str(p), "symlinked folder (not followed)") for p in tree.folder_links)
     return resolved, tree.entries
