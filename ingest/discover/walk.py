@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ingest.discover.acl import ACL_FILE, AclResolver, is_near_miss
 from ingest.model import SourceFile, UsageError
+from ingest.prepare.loaders import never_read, suffix_of, unsupported
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,10 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
                 continue
             found = acl.resolve(root, path)
             if found is None:
-                no_acl.append(rel)
+                if never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
+                    result.skipped.append((str(path), unsupported(suffix_of(path))))
+                else:
+                    no_acl.append(rel)
                 continue
             result.files.append(SourceFile(root=root, path=path, rel=rel, acl_groups=found[0], acl_origin=found[1]))
     if no_acl:

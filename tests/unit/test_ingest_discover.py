@@ -112,6 +112,24 @@ def test_files_without_any_acl_are_refused(tmp_path: Path) -> None:
         discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
 
 
+@pytest.mark.parametrize("name", ["logo.png", "Thumbs.db", "setup.EXE", "photo.jpeg", "archive.tar.gz", "a.b.c.zip"])
+def test_a_file_no_loader_reads_needs_no_acl(tmp_path: Path, name: str) -> None:
+    # A stray image at the root of a tree labelled folder by folder is skipped, as it would be with an ACL.
+    write(tmp_path / "covered" / ACL_FILE, "groups: [a]\n")
+    write(tmp_path / "covered" / "x.md", "x")
+    write(tmp_path / name, "\x89PNG binary")
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+    assert [f.rel for f in found.files] == ["covered/x.md"]
+    assert found.skipped == [(str(tmp_path.resolve() / name), f"unsupported file type {Path(name).suffix.lower()!r}")]
+
+
+@pytest.mark.parametrize("name", ["README", "notes.rst", "y.md", "page.HTML", "doc.pdf", "memo.docx"])
+def test_a_file_that_may_be_read_still_needs_an_acl(tmp_path: Path, name: str) -> None:
+    write(tmp_path / name, "text")
+    with pytest.raises(UsageError, match=r"no ACL for 1 file\(s\)"):
+        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+
+
 def test_symlink_outside_root_is_rejected(tmp_path: Path) -> None:
     outside = write(tmp_path / "outside" / "secret.txt", "s")
     root = tmp_path / "root"

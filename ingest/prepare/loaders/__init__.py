@@ -42,6 +42,16 @@ def suffix_of(path: Path) -> str:
     return path.suffix.lower()
 
 
+def unsupported(suffix: str) -> str:
+    return f"unsupported file type {suffix!r}"
+
+
+def never_read(path: Path) -> bool:
+    """Whether a file is skipped whatever its content: its suffix is neither read nor sniffed for text."""
+    suffix = suffix_of(path)
+    return suffix not in LOADERS and suffix not in SNIFFED_AS_TEXT
+
+
 def kind_for(path: Path, head: bytes) -> str:
     """The loader key for ``path`` given its first ``SNIFF_BYTES``; raises FileRejected (a skip)."""
     suffix = suffix_of(path)
@@ -52,7 +62,7 @@ def kind_for(path: Path, head: bytes) -> str:
             return ".txt"
         what = "no extension" if not suffix else repr(suffix)
         raise FileRejected(f"unsupported file type ({what}, and the content is not text)")
-    raise FileRejected(f"unsupported file type {suffix!r}")
+    raise FileRejected(unsupported(suffix))
 
 
 def sniffs_as_text(head: bytes) -> bool:
@@ -92,4 +102,15 @@ def load(path: Path, data: bytes, limits: Limits, kind: str | None = None) -> Lo
     return loader_for(kind or kind_for(path, data[:SNIFF_BYTES]))(path, data, limits)
 
 
-__all__ = ["LOADERS", "SNIFF_BYTES", "Limits", "kind_for", "load", "loader_for", "precheck", "sniffs_as_text"]
+__all__ = [
+    "LOADERS",
+    "SNIFF_BYTES",
+    "Limits",
+    "kind_for",
+    "load",
+    "loader_for",
+    "never_read",
+    "precheck",
+    "sniffs_as_text",
+    "unsupported",
+]  # fmt: skip
