@@ -204,6 +204,9 @@ class AuthSettings(_Section):
     """Signature algorithms a JWT may use; never `none` or HMAC."""
     jwt_leeway_s: int = Field(default=30, ge=0, le=300)
     """Clock skew allowed on `exp` and `nbf`, in seconds."""
+    jwt_max_lifetime_s: int = Field(default=86_400, ge=60)
+    """Longest a JWT may still be valid for: one whose `exp` is further from now is refused, so a leaked token
+    cannot be a standing key (identity providers issue minutes to hours)."""
 
 
 class ApiSettings(_Section):

@@ -111,6 +111,8 @@ def _other_key() -> rsa.RSAPrivateKey:
         "wrong-audience",
         "unknown-kid",
         "no-exp",
+        "valid-for-years",
+        "valid-past-the-maximum",
         "alg-none",
         "tampered",
     ],
@@ -125,6 +127,8 @@ def test_401_for_every_jwt_failure(h: Harness, jwt_issuer: JwtIssuer, case: str)
         "wrong-audience": lambda: jwt_issuer.token(aud="someone-else"),
         "unknown-kid": lambda: jwt_issuer.token(kid="other"),
         "no-exp": lambda: jwt_issuer.token(exp=None),
+        "valid-for-years": lambda: jwt_issuer.token(exp=253402300799),  # 9999-12-31: a standing key
+        "valid-past-the-maximum": lambda: jwt_issuer.token(exp=now + 86_400 + 30 + 120),
         "alg-none": lambda: jwt.encode(
             {"sub": "x", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 60, "roles": ["query"], "groups": ["eng"]},
             key=None,
@@ -201,3 +205,8 @@ def test_serve_exits_2_in_prod_without_auth(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(secrets))
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "d"))
     assert cli_main(["serve", "--port", "0"]) == 2
+
+
+def test_a_jwt_valid_for_up_to_the_maximum_lifetime_is_accepted(h: Harness, jwt_issuer: JwtIssuer) -> None:
+    token = jwt_issuer.token(exp=int(time.time()) + 86_400 - 60)  # auth.jwt_max_lifetime_s is a day
+    assert h.client.post("/v1/query", json=QUERY, headers=bearer(token)).status_code == 200

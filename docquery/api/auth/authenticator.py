@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import jwt
@@ -89,6 +90,10 @@ class JwtVerifier:
         except jwt.PyJWTError as exc:
             # The class name says why (expired, bad audience...); the token never reaches a log.
             log.info("jwt rejected: %s", type(exc).__name__)
+            return None
+        exp = claims.get("exp")  # required and checked as a number by decode
+        if not isinstance(exp, int | float) or exp - time.time() > self._s.jwt_max_lifetime_s + self._s.jwt_leeway_s:
+            log.info("jwt rejected: valid for longer than auth.jwt_max_lifetime_s")
             return None
         return claims
 
