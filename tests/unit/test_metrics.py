@@ -251,7 +251,7 @@ def test_eval_cli_missing_dataset_is_a_usage_error(
     monkeypatch.setattr(docquery.wiring, "build_embedder", lambda settings: HashEmbedder())
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
     assert cli.main(["eval", "retrieval", str(tmp_path / "nowhere"), "--json"]) == 2
-    assert "missing corpus.jsonl" in capsys.readouterr().err
+    assert f"the dataset directory {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
 
 
 def test_eval_builds_its_collection_with_the_index_settings(
