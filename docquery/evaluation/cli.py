@@ -57,7 +57,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
     embedder = build_embedder(settings)
     config = EvalConfig(mode=args.mode or settings.retrieval.mode, split=args.split, chunks=spec, cache_dir=args.cache)
-    # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
+    # stderr: a bar on a terminal, log lines (the log format) otherwise; stdout stays clean for --json.
     progress: Progress = default_progress()
     try:
         result = run_eval(

@@ -1,13 +1,17 @@
-"""``docquery eval retrieval``: a wrong dataset fails in one line before the model loads."""
+"""``docquery eval retrieval``: a wrong dataset fails before the model loads, and stderr keeps the log format."""
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import pytest
 
 from docquery import cli
-from tests.unit.test_metrics import write_beir
+from docquery.evaluation import progress as eval_progress
+from tests.support.fakes import HashEmbedder
+from tests.unit.test_metrics import QUERIES, TOPICS, write_beir
 
 
 class _ModelLoaded(Exception):
@@ -68,3 +72,44 @@ def test_a_dataset_dir_that_is_not_a_directory(tmp_path: Path, capsys: pytest.Ca
         f"docquery: the dataset directory {where} does not exist or is not a directory: "
         "give a directory with corpus.jsonl, queries.jsonl and qrels/test.tsv"
     ]
+
+
+@pytest.mark.usefixtures("env")
+def test_off_a_terminal_every_stderr_line_is_a_json_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import docquery.wiring
+
+    rows = [("1", "d1", 1), ("2", "d2", 1), ("3", "d3", 1)]
+    root = write_beir(tmp_path / "tiny", TOPICS, QUERIES, {"test": rows})
+    monkeypatch.setattr(docquery.wiring, "build_embedder", lambda settings: HashEmbedder())
+    assert cli.main(["eval", "retrieval", str(root), "--mode", "hybrid", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n_queries"] == 3
+    records = [json.loads(line) for line in err.splitlines()]  # every line parses
+    progress = [r["message"] for r in records if r["logger"] == "docquery.evaluation.progress"]
+    assert progress[0].startswith("embed corpus: 0/")
+    assert any(m.startswith("search hybrid: 3/3 done in") for m in progress)
+    for text in QUERIES.values():
+        assert text not in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_bar_is_drawn_on_that_stream_never_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    term = _Terminal()
+    bar = eval_progress.default_progress(term)
+    assert isinstance(bar, eval_progress.RichProgress)
+    bar.start("embed corpus", 4)
+    bar.advance(4)
+    bar.finish()
+    bar.close()
+    assert "embed corpus" in term.getvalue()
+    assert capsys.readouterr().out == ""  # stdout carries --json's object only
+
+
+def test_off_a_terminal_progress_is_logged() -> None:
+    assert isinstance(eval_progress.default_progress(io.StringIO()), eval_progress.LogProgress)

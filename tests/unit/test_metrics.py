@@ -237,7 +237,7 @@ def test_eval_cli_prints_one_json_object(
     assert set(payload) >= {"ndcg@10", "recall@10", "recall@100", "mrr@10", "mode", "n_queries"}
     assert payload["mode"] == "hybrid" and payload["n_queries"] == 5 and payload["split"] == "test"
     assert payload["ndcg@10"] == pytest.approx(1.0)
-    assert "search hybrid: 5/5 done" in out.err  # plain progress lines when not on a terminal
+    assert "search hybrid: 5/5 done" in out.err  # progress log lines when not on a terminal
     assert payload["n_chunks"] > 6  # chunked as ingest chunks, not one chunk per document
     for text in QUERIES.values():
         assert text not in out.err  # progress and logs carry counts, not query text
