@@ -25,6 +25,7 @@ from docquery.chunking import ChunkSpec  # noqa: E402
 from docquery.config.settings import Settings  # noqa: E402
 from docquery.evaluation.progress import default_progress  # noqa: E402
 from docquery.evaluation.runner import EvalConfig, EvalResult, run_eval  # noqa: E402
+from docquery.runtime.logs import configure_logging, resolve_format  # noqa: E402
 from docquery.wiring import build_embedder, fusion_params  # noqa: E402
 
 METRIC = "ndcg@10"
@@ -49,6 +50,8 @@ def main() -> None:
     args = ap.parse_args()
 
     settings = Settings()
+    # Off a terminal the progress is log lines (docquery/evaluation/progress.py): they need a handler.
+    configure_logging(settings.log_level, resolve_format(settings.log_format, stream=sys.stderr, prefer_json=False))
     embedder = build_embedder(settings)
     setups = {
         "product chunking": ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap),

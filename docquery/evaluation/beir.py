@@ -68,6 +68,20 @@ def load_qrels(path: Path) -> Qrels:
     return qrels
 
 
+def check_layout(root: Path, split: str = "test") -> None:
+    """The files ``load_beir`` reads exist: cheap, so a wrong path fails before a model is loaded."""
+    if not root.is_dir():
+        raise DatasetError(
+            f"the dataset directory {root} does not exist or is not a directory: "
+            f"give a directory with corpus.jsonl, queries.jsonl and qrels/{split}.tsv"
+        )
+    for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
+        if not (root / name).is_file():
+            raise DatasetError(
+                f"missing {name} in {root}: a BEIR-layout dataset has corpus.jsonl, queries.jsonl and qrels/{split}.tsv"
+            )
+
+
 def load_beir(root: Path, split: str = "test") -> BeirDataset:
     corpus = {
         str(r["_id"]): BeirDoc(str(r["_id"]), str(r.get("title") or ""), str(r.get("text") or ""))

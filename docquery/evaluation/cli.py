@@ -42,19 +42,22 @@ def register(sub: Any) -> None:
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
     from docquery.chunking import ChunkSpec
+    from docquery.evaluation.beir import check_layout
     from docquery.evaluation.runner import EvalConfig, run_eval
     from docquery.runtime.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params, index_tuning
 
-    if settings.embedder.tune_malloc:
-        tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
-    embedder = build_embedder(settings)
+    # Input and settings first: loading the model takes seconds to minutes, a typo must not wait for it.
+    check_layout(args.dataset_dir, args.split)
     try:
         spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
     except ValueError as exc:
         raise ConfigError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
+    if settings.embedder.tune_malloc:
+        tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
+    embedder = build_embedder(settings)
     config = EvalConfig(mode=args.mode or settings.retrieval.mode, split=args.split, chunks=spec, cache_dir=args.cache)
-    # stderr: a bar on a terminal, plain lines in a Job log; stdout stays clean for --json.
+    # stderr: a bar on a terminal, log lines (the log format) otherwise; stdout stays clean for --json.
     progress: Progress = default_progress()
     try:
         result = run_eval(

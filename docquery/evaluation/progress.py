@@ -1,13 +1,22 @@
-"""Progress reporting: a rich bar on a terminal, plain periodic lines in a Job log.
+"""Progress reporting: a rich bar on a terminal, periodic log lines otherwise (a Job log).
 
+Off a terminal the lines go through the ``docquery.evaluation.progress`` logger, so they take the
+log format (JSON when stderr is not a terminal, docs/api.md "Logs") and a collected stderr parses
+line by line, as ingest's progress does (ingest/report/progress.py; docquery may not import it).
 Lines carry a label and counts only, never document or query text.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+log = logging.getLogger("docquery.evaluation.progress")
 
 
 class Progress(Protocol):
@@ -30,7 +39,10 @@ class NullProgress:
 
 
 class LineProgress:
-    """One line per ``every_s`` seconds or 10 % step, whichever comes later; and one at the end."""
+    """One line per ``every_s`` seconds or 10 % step, whichever comes later; and one at the end.
+
+    Written to ``stream`` (a script's own output, benchmarks/retrieval_eval.py); ``LogProgress`` logs them.
+    """
 
     def __init__(self, stream: TextIO, *, every_s: float = 10.0) -> None:
         self._stream = stream
@@ -65,8 +77,19 @@ class LineProgress:
         self._stream.flush()
 
 
+class LogProgress(LineProgress):
+    """``LineProgress`` lines as INFO records of the ``docquery.evaluation.progress`` logger."""
+
+    def __init__(self, *, every_s: float = 10.0) -> None:
+        super().__init__(sys.stderr, every_s=every_s)
+
+    def _write(self, line: str) -> None:
+        log.info("%s", line)
+
+
 class RichProgress:
-    def __init__(self) -> None:
+    def __init__(self, console: Console | None = None) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar
 
@@ -75,6 +98,8 @@ class RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
+            # stderr, never rich's default stdout: `--json > out.json` on a terminal must get the JSON only.
+            console=console or Console(stderr=True),
             transient=False,
         )
         self._task: Any = None
@@ -95,5 +120,10 @@ class RichProgress:
 
 
 def default_progress(stream: TextIO | None = None) -> Progress:
+    """A bar when ``stream`` (default stderr) is a terminal, else log lines."""
     out = stream or sys.stderr
-    return RichProgress() if out.isatty() else LineProgress(out)
+    if out.isatty():
+        from rich.console import Console
+
+        return RichProgress(Console(file=out))
+    return LogProgress()

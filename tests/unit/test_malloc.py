@@ -126,6 +126,11 @@ def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
     monkeypatch.setattr(docquery.wiring, "build_embedder", build_embedder)
     monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", str(enabled).lower())
     settings = Settings(data_dir=tmp_path, secrets_dir=tmp_path / "none")
+    dataset = tmp_path / "ds"  # the layout is checked before anything else, so it has to be there
+    (dataset / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (dataset / name).write_text("")
+    args = argparse.Namespace(dataset_dir=dataset, split="test", whole_documents=False)
     with pytest.raises(Built):
-        cmd_eval_retrieval(argparse.Namespace(), settings)
+        cmd_eval_retrieval(args, settings)
     assert calls == (["tune", "embedder"] if enabled else ["embedder"])

@@ -237,7 +237,7 @@ def test_eval_cli_prints_one_json_object(
     assert set(payload) >= {"ndcg@10", "recall@10", "recall@100", "mrr@10", "mode", "n_queries"}
     assert payload["mode"] == "hybrid" and payload["n_queries"] == 5 and payload["split"] == "test"
     assert payload["ndcg@10"] == pytest.approx(1.0)
-    assert "search hybrid: 5/5 done" in out.err  # plain progress lines when not on a terminal
+    assert "search hybrid: 5/5 done" in out.err  # progress log lines when not on a terminal
     assert payload["n_chunks"] > 6  # chunked as ingest chunks, not one chunk per document
     for text in QUERIES.values():
         assert text not in out.err  # progress and logs carry counts, not query text
@@ -251,7 +251,7 @@ def test_eval_cli_missing_dataset_is_a_usage_error(
     monkeypatch.setattr(docquery.wiring, "build_embedder", lambda settings: HashEmbedder())
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
     assert cli.main(["eval", "retrieval", str(tmp_path / "nowhere"), "--json"]) == 2
-    assert "missing corpus.jsonl" in capsys.readouterr().err
+    assert f"the dataset directory {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
 
 
 def test_eval_builds_its_collection_with_the_index_settings(
