@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 import uuid
 from collections.abc import Iterator, Sequence
@@ -207,6 +208,9 @@ def _sigterm_is_a_normal_stop() -> Iterator[None]:
     """uvicorn shuts down gracefully on SIGTERM, then raises the signal again under the handler it found.
     With the default one that kills the process (status 143), though SIGTERM is how ``kill`` and
     Kubernetes stop a service; under this no-op one ``serve`` returns 0. Ctrl-C still ends in 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only (uvicorn installs no handlers elsewhere either)
+        return
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         yield
