@@ -227,9 +227,16 @@ class AclResolver:
         return found
 
     def check_folder(self, folder: Path) -> None:
-        """Validates the ACL file of ``folder`` if it has one (raises UsageError)."""
+        """Validates the ACL file of ``folder`` if it has one (raises UsageError).
+
+        A folder that cannot be looked into is not judged here: the walk reports it (its files are
+        not found), and a document whose ACL depends on it stops the run in ``resolve``."""
         candidate = folder / ACL_FILE
-        if _has_entry(candidate):
+        try:
+            present = _has_entry(candidate)
+        except UsageError:
+            return
+        if present:
             self._read(candidate)
 
     def resolve(self, root: Path, path: Path) -> tuple[tuple[str, ...], str] | None:
