@@ -34,7 +34,7 @@ from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
 from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
 from docquery.core.domain import Answer, Principal
-from docquery.core.errors import ConfigError, DocQueryError, VectorIndexError
+from docquery.core.errors import CollectionMissingError, ConfigError, DocQueryError, VectorIndexError
 from docquery.evaluation.cli import register as register_eval
 from docquery.runtime.logs import configure_logging, resolve_format
 from docquery.runtime.preflight import (
@@ -111,7 +111,10 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if edge is not None and not edge.exists:
         raise _empty(settings, collection, "does not exist")  # and is not created: a typo must not look like data
     check_index_free(settings, collection)
-    components = build_components(settings, collection=collection, lazy_model=True)
+    try:
+        components = build_components(settings, collection=collection, lazy_model=True, create_index=False)
+    except CollectionMissingError:
+        raise _empty(settings, collection, "does not exist") from None
     try:
         if components.index.count_chunks() == 0:
             raise _empty(settings, collection, "holds no documents")
@@ -165,7 +168,9 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         # one line and exit 2 (3 if busy), where a lifespan failure is uvicorn's traceback and its exit 3.
         edge = edge_collection(settings)
         created = edge is not None and not edge.exists
-        components = build_components(settings, secrets=secrets)
+        # Never creates a collection on a Qdrant server (the query side's key may only read): a missing
+        # one is exit 2 saying to run the ingest first.
+        components = build_components(settings, secrets=secrets, create_index=False)
         if created or components.index.count_chunks() == 0:
             # It serves anyway (in a cluster the ingest Job may come later), but a typo in the data dir
             # must not pass for an index with nothing relevant in it.

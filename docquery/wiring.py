@@ -59,7 +59,9 @@ EMBEDDERS: dict[str, Callable[[Settings, KeyProvider], Embedder]] = {
 }
 
 
-def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -> IndexAdapter:
+def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, create: bool) -> IndexAdapter:
+    # ``create`` is the server's concern: a local shard is the caller's own directory (``ask`` refuses a
+    # missing one before opening it; ``serve`` creates it and warns).
     from docquery.index import open_edge
 
     return open_edge(
@@ -72,11 +74,11 @@ def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -
     )
 
 
-def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider) -> IndexAdapter:
+def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, create: bool) -> IndexAdapter:
     if not s.qdrant.url:
         raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
     try:
-        return _open_server(s, embedder, name, keys, s.qdrant.url)
+        return _open_server(s, embedder, name, keys, url=s.qdrant.url, create=create)
     except VectorIndexUnreachable:
         shown = public_url(s.qdrant.url)
         where = f"at {shown} (DOCQUERY_QDRANT__URL)" if shown else "(DOCQUERY_QDRANT__URL is not a URL)"
@@ -87,7 +89,9 @@ def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider)
         ) from None
 
 
-def _open_server(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, url: str) -> IndexAdapter:
+def _open_server(
+    s: Settings, embedder: Embedder, name: str, keys: KeyProvider, *, url: str, create: bool
+) -> IndexAdapter:
     from docquery.index import open_server
 
     return open_server(
@@ -102,10 +106,11 @@ def _open_server(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, 
         replication_factor=s.qdrant.replication_factor,
         write_consistency_factor=s.qdrant.write_consistency_factor,
         tuning=index_tuning(s),
+        create=create,
     )
 
 
-INDEXES: dict[str, Callable[[Settings, Embedder, str, KeyProvider], IndexAdapter]] = {
+INDEXES: dict[str, Callable[[Settings, Embedder, str, KeyProvider, bool], IndexAdapter]] = {
     "edge": _edge_index,
     "server": _server_index,
 }
@@ -202,9 +207,17 @@ def build_embedder(settings: Settings, secrets: SecretSource | None = None, *, l
 
 
 def build_index(
-    settings: Settings, embedder: Embedder, *, collection: str | None = None, secrets: SecretSource | None = None
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    collection: str | None = None,
+    secrets: SecretSource | None = None,
+    create: bool = True,
 ) -> IndexAdapter:
     """Open (or create) the collection; wire envelope encryption when it is on.
+
+    ``create=False`` (the query side) never creates a collection on a Qdrant server: its key may only
+    read, and a missing one is ``CollectionMissingError`` (run the ingest first).
 
     The wrapped data keys live in the collection's meta point, so the cipher is
     attached after the index is open: ingest records each new wrapped key there
@@ -213,7 +226,7 @@ def build_index(
     kind = index_kind(settings)
     # The embedded engine takes no key, so it needs no secret source (a Vault KV path, say).
     keys = secret_getter(secrets or build_secret_source(settings), QDRANT_API_KEY) if kind == "server" else _no_key
-    index = INDEXES[kind](settings, embedder, collection or settings.qdrant.collection, keys)
+    index = INDEXES[kind](settings, embedder, collection or settings.qdrant.collection, keys, create)
     if settings.encryption.enabled:
         from docquery.secrets.crypto import build_envelope_cipher, key_map_from_meta, meta_fields_for
 
@@ -239,6 +252,7 @@ def build_components(
     collection: str | None = None,
     secrets: SecretSource | None = None,
     lazy_model: bool = False,
+    create_index: bool = True,
 ) -> Components:
     # Keys are read through the secret source on every call, so a rotated
     # Vault-rendered file takes effect without a restart.
@@ -247,7 +261,7 @@ def build_components(
         # The index opens before the model loads: a locked or mismatched index fails fast.
         embedder = build_embedder(settings, secrets, lazy=True)
         opened = index is None
-        index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
+        index = index or build_index(settings, embedder, collection=collection, secrets=secrets, create=create_index)
         if not lazy_model and isinstance(embedder, LazyEmbedder):
             try:
                 embedder = embedder.load()
@@ -255,7 +269,7 @@ def build_components(
                 if opened:
                     index.close()
                 raise
-    index = index or build_index(settings, embedder, collection=collection, secrets=secrets)
+    index = index or build_index(settings, embedder, collection=collection, secrets=secrets, create=create_index)
     generator = generator or GENERATORS[generator_kind(settings)](settings, secret_getter(secrets, LLM_API_KEY))
     pipeline = RagPipeline(
         embedder=embedder,

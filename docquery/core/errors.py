@@ -41,6 +41,10 @@ class VectorIndexUnreachable(VectorIndexError):
     pass
 
 
+class CollectionMissingError(VectorIndexError):
+    """The collection does not exist, and this open may not create it (the query side: its key may only read)."""
+
+
 class EmbedderError(DocQueryError):
     def __init__(self, operation: str, status: int | None = None) -> None:
         suffix = f" (status {status})" if status is not None else ""

@@ -63,12 +63,14 @@ def open_server(
     fusion: FusionParams | None = None,
     cipher: TextCipher | None = None,
     meta_wait_s: float = 30.0,
+    create: bool = True,
     **options: Unpack[ServerOptions],
 ) -> QdrantIndex:
-    """``options``: the key provider, timeout and distribution (``ServerOptions``)."""
+    """``options``: the key provider, timeout and distribution (``ServerOptions``); ``create=False``: a
+    missing collection is ``CollectionMissingError``, never created."""
     from docquery.index.server import ServerEngine  # qdrant-client loads only when used
 
-    engine = ServerEngine(url=url, name=name, dimension=dimension, **options)
+    engine = ServerEngine(url=url, name=name, dimension=dimension, create=create, **options)
     return QdrantIndex(
         engine, name=name, model_id=model_id, dimension=dimension, fusion=fusion, cipher=cipher, meta_wait_s=meta_wait_s
     )

@@ -19,7 +19,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.core.errors import VectorIndexError, VectorIndexUnreachable
+from docquery.core.errors import CollectionMissingError, VectorIndexError, VectorIndexUnreachable
 from docquery.core.ports import KeyProvider
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
@@ -194,6 +194,7 @@ class ServerEngine:
         write_consistency_factor: int = 1,
         client: QdrantClient | None = None,
         tuning: IndexTuning | None = None,
+        create: bool = True,
     ) -> None:
         """``client``: a ready client to use instead of connecting to ``url`` (tests share one
         local-mode client between two opens to exercise reopening); ``close`` leaves it open.
@@ -221,7 +222,17 @@ class ServerEngine:
             )
             self._aclient: AsyncQdrantClient | None = None
             self._aloop: asyncio.AbstractEventLoop | None = None
-            self.created = self._create_if_absent(dimension, shard_number, replication_factor, write_consistency_factor)
+            if not create and not self._client.collection_exists(name):
+                if self._owns_client:
+                    self._client.close()
+                raise CollectionMissingError(
+                    "open",
+                    f"collection {name!r} does not exist on the Qdrant server yet: run the ingest first, which creates "
+                    "it (the query side never does: its key may only read)",
+                )
+            self.created = create and self._create_if_absent(
+                dimension, shard_number, replication_factor, write_consistency_factor
+            )
 
     def _async_client(self) -> AsyncQdrantClient:
         """The async client for the running loop: its connection pool belongs to that loop."""

@@ -24,6 +24,7 @@ while parsing, so an alias bomb costs one event), and a near-miss name such as
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -186,6 +187,10 @@ def _has_entry(candidate: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            # No file there can be opened by its path either: nothing under it is read, and the ACL
+            # of indexed content can only narrow (ingest.plan.compare.no_wider).
+            return False
         raise UsageError(
             f"cannot tell whether {candidate.parent} has an ACL file ({exc.strerror or type(exc).__name__}): "
             "make the folder readable by the ingest, or --exclude it"

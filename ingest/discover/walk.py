@@ -284,10 +284,6 @@ def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path,
         )
     for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
         acl.check_folder(folder)
-        # Parents come first, so resolving each folder here fills the resolver's per-folder cache
-        # top-down and no later lookup climbs more than one level (a deep tree stays within the
-        # recursion limit).
-        acl.resolve(resolved, folder / ACL_FILE)
     # Whatever the filters or shard: the folder's files and its ACL file are unknown to every run.
     result.rejected.extend((str(folder), reason) for folder, reason in tree.unlisted)
     result.unlisted.extend(folder for folder, _ in tree.unlisted)

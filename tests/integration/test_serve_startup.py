@@ -41,6 +41,8 @@ def _a_file(tmp_path: Path) -> str:
         ("port out of range", "argument --port: 70000 is not a port: use 1 to 65535 (or 0, any free one)"),
         ("port not a number", "argument --port: not a port number: 'http'"),
         ("metrics port is the API port", "DOCQUERY_METRICS_PORT ("),
+        # The query side never creates the collection (in the bundle its Qdrant key may only read).
+        ("no collection on the Qdrant server yet", "does not exist on the Qdrant server yet: run the ingest first"),
     ],
 )
 def test_a_start_that_cannot_succeed_is_one_line_and_exit_2(tmp_path: Path, case: str, expected: str) -> None:
@@ -50,6 +52,8 @@ def test_a_start_that_cannot_succeed_is_one_line_and_exit_2(tmp_path: Path, case
         env["DOCQUERY_DATA_DIR"] = _a_file(tmp_path)
     elif case == "no Qdrant server at the URL":
         env["DOCQUERY_QDRANT__URL"] = f"http://127.0.0.1:{_free_port()}"
+    elif case == "no collection on the Qdrant server yet":
+        env["DOCQUERY_QDRANT__URL"] = ":memory:"  # qdrant-client's local mode: the server's API, no server
     elif case == "port out of range":
         args = ["--port", "70000"]
     elif case == "port not a number":
@@ -87,3 +91,12 @@ def test_serving_a_data_dir_with_nothing_in_it_warns_and_a_sigterm_is_a_normal_s
     assert len(warnings) == 1 and "did not exist and was created empty" in warnings[0]
     assert f"DOCQUERY_DATA_DIR={typo}" in warnings[0]
     assert status == 0
+
+
+def test_ask_on_a_server_without_the_collection_says_the_index_is_empty(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    env.update(DOCQUERY_QDRANT__URL=":memory:", DOCQUERY_DATA_DIR=str(tmp_path), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, "-m", "docquery.cli", "ask", "How many days?", "--as-groups", "staff"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 4, done.stderr[-2000:]
+    assert "collection 'docquery' in the Qdrant server does not exist" in done.stderr.splitlines()[-1]

@@ -29,7 +29,7 @@ UNREACHABLE = [
 def test_open_names_the_url_and_the_setting(tmp_path: Path, url: str, shown: str) -> None:
     settings = Settings(data_dir=tmp_path, secrets_dir=tmp_path, qdrant={"url": url, "timeout_s": 1})
     with pytest.raises(VectorIndexUnreachable) as info:
-        INDEXES["server"](settings, HashEmbedder(), "c", lambda: None)
+        INDEXES["server"](settings, HashEmbedder(), "c", lambda: None, True)
     message = str(info.value)
     assert f"no response from the Qdrant server at {shown} (DOCQUERY_QDRANT__URL): check that the server" in message
     assert "hunter2" not in message
