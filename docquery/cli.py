@@ -34,7 +34,14 @@ from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
 from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
 from docquery.core.domain import Answer, Principal
-from docquery.core.errors import CollectionMissingError, ConfigError, DocQueryError, VectorIndexError
+from docquery.core.errors import (
+    CollectionMissingError,
+    ConfigError,
+    DocQueryError,
+    EmbedderUnreachable,
+    VectorIndexError,
+    VectorIndexUnreachable,
+)
 from docquery.evaluation.cli import register as register_eval
 from docquery.runtime.logs import configure_logging, resolve_format
 from docquery.runtime.preflight import (
@@ -54,6 +61,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_EMPTY = 4
+EXIT_UNAVAILABLE = 75  # sysexits' EX_TEMPFAIL: a dependency did not answer; the same command may succeed later
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 log = logging.getLogger("docquery.cli")
 
@@ -327,6 +335,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _exit_code(exc: DocQueryError) -> int:
     if isinstance(exc, BusyError):
         return EXIT_BUSY
+    if isinstance(exc, VectorIndexUnreachable | EmbedderUnreachable):
+        # Not the 2 of a configuration error, which the ingest Job fails for good (its podFailurePolicy):
+        # a Qdrant or embedding server that is restarting is retried.
+        return EXIT_UNAVAILABLE
     if isinstance(exc, EmptyIndexError):
         return EXIT_EMPTY
     return EXIT_USAGE

@@ -53,6 +53,10 @@ class EmbedderError(DocQueryError):
         self.status = status
 
 
+class EmbedderUnreachable(EmbedderError):
+    """The embedding server did not answer, or answered that it cannot now (429, 5xx): worth a retry."""
+
+
 class GeneratorError(DocQueryError):
     def __init__(self, operation: str, status: int | None = None, *, retry_after: float | None = None) -> None:
         suffix = f" (status {status})" if status is not None else ""

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from docquery.core.errors import EmbedderError
+from docquery.core.errors import EmbedderError, EmbedderUnreachable
 from docquery.core.ports import KeyProvider
 from docquery.runtime.loop_session import LoopSession
 
@@ -73,24 +73,24 @@ class OpenAIEmbedder:
         try:
             with self._client.stream("POST", "embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status_code != 200:
-                    raise EmbedderError("embeddings request", resp.status_code)
+                    raise _refused(resp.status_code)
                 body = _Capped(self._max_bytes)
                 for part in resp.iter_bytes():  # decoded: the cap bounds what is held
                     body.add(part)
         except httpx.HTTPError:
-            raise EmbedderError("embeddings request") from None
+            raise EmbedderUnreachable("embeddings request") from None
         return _vectors(body.value(), len(batch))
 
     async def _acall(self, batch: list[str]) -> list[list[float]]:
         try:
             async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status != 200:
-                    raise EmbedderError("embeddings request", resp.status)
+                    raise _refused(resp.status)
                 body = _Capped(self._max_bytes)
                 async for part in resp.content.iter_any():
                     body.add(part)
         except (aiohttp.ClientError, TimeoutError):
-            raise EmbedderError("embeddings request") from None
+            raise EmbedderUnreachable("embeddings request") from None
         return _vectors(body.value(), len(batch))
 
     def _body(self, batch: list[str]) -> dict[str, Any]:
@@ -135,3 +135,9 @@ def _vectors(raw: bytes, expected: int) -> list[list[float]]:
     if len(vectors) != expected:
         raise EmbedderError("embeddings response")
     return vectors
+
+
+def _refused(status: int) -> EmbedderError:
+    """429 and 5xx say "not now" (a retry may succeed); any other status will not change."""
+    kind = EmbedderUnreachable if status == 429 or status >= 500 else EmbedderError
+    return kind("embeddings request", status)

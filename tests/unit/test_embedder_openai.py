@@ -149,3 +149,13 @@ def test_oversized_response_is_refused_not_buffered(standin: StandInOpenAIServer
         assert emb.embed(["alpha"]) == [hash_vector("alpha", 64)]  # the client is still usable
     finally:
         emb.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(429, True), (500, True), (503, True), (401, False), (400, False), (404, False)]
+)
+def test_an_embedding_server_that_says_not_now_is_worth_a_retry(status: int, retryable: bool) -> None:
+    from docquery.core.errors import EmbedderUnreachable
+    from docquery.embedders.remote import _refused
+
+    assert isinstance(_refused(status), EmbedderUnreachable) is retryable
