@@ -180,8 +180,8 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         # one is exit 2 saying to run the ingest first.
         components = build_components(settings, secrets=secrets, create_index=False)
         if created or components.index.count_chunks() == 0:
-            # It serves anyway (in a cluster the ingest Job may come later), but a typo in the data dir
-            # must not pass for an index with nothing relevant in it.
+            # It serves anyway (a collection the ingest has created and not filled yet), but a typo in the
+            # data dir must not pass for an index with nothing relevant in it.
             why = "did not exist and was created empty" if created else "holds no documents"
             log.warning(
                 "%s; every answer will be 'not in the documents' until then",
