@@ -75,10 +75,25 @@ def _edge_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, c
 
 
 def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider, create: bool) -> IndexAdapter:
+    from docquery.index import open_server
+
     if not s.qdrant.url:
         raise ConfigError("DOCQUERY_QDRANT__URL is required for the server index")
     try:
-        return _open_server(s, embedder, name, keys, url=s.qdrant.url, create=create)
+        return open_server(
+            url=s.qdrant.url,
+            api_key=keys,
+            name=name,
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+            fusion=fusion_params(s),
+            timeout_s=s.qdrant.timeout_s,
+            shard_number=s.qdrant.shard_number,
+            replication_factor=s.qdrant.replication_factor,
+            write_consistency_factor=s.qdrant.write_consistency_factor,
+            tuning=index_tuning(s),
+            create=create,
+        )
     except VectorIndexUnreachable:
         shown = public_url(s.qdrant.url)
         where = f"at {shown} (DOCQUERY_QDRANT__URL)" if shown else "(DOCQUERY_QDRANT__URL is not a URL)"
@@ -87,27 +102,6 @@ def _server_index(s: Settings, embedder: Embedder, name: str, keys: KeyProvider,
             f"no response from the Qdrant server {where}: check that the server is running and reachable "
             "from here, and that the URL is its scheme://host:port, e.g. http://qdrant:6333",
         ) from None
-
-
-def _open_server(
-    s: Settings, embedder: Embedder, name: str, keys: KeyProvider, *, url: str, create: bool
-) -> IndexAdapter:
-    from docquery.index import open_server
-
-    return open_server(
-        url=url,
-        api_key=keys,
-        name=name,
-        model_id=embedder.model_id,
-        dimension=embedder.dimension,
-        fusion=fusion_params(s),
-        timeout_s=s.qdrant.timeout_s,
-        shard_number=s.qdrant.shard_number,
-        replication_factor=s.qdrant.replication_factor,
-        write_consistency_factor=s.qdrant.write_consistency_factor,
-        tuning=index_tuning(s),
-        create=create,
-    )
 
 
 INDEXES: dict[str, Callable[[Settings, Embedder, str, KeyProvider, bool], IndexAdapter]] = {

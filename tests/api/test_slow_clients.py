@@ -43,10 +43,11 @@ class Served:
 
 
 @contextmanager
-def _serve(harness: Harness, limits: ApiSettings) -> Iterator[Served]:
+def _serve(app: Any, limits: ApiSettings) -> Iterator[Served]:
+    """``app`` (an ASGI app) served as ``docquery serve`` serves, on a free loopback port, in a thread."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(harness.app, lifespan="off", **server_options("critical", limits))
+    config = uvicorn.Config(app, lifespan="off", **server_options("critical", limits))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -64,7 +65,7 @@ def _serve(harness: Harness, limits: ApiSettings) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def served(shared_harness: Harness) -> Iterator[Served]:
     shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
-    with _serve(shared_harness, LIMITS) as s:
+    with _serve(shared_harness.app, LIMITS) as s:
         yield s
 
 
@@ -202,7 +203,7 @@ def test_connections_stay_bounded_and_idle_ones_make_room(served: Served) -> Non
 def test_when_every_connection_is_busy_a_new_one_gets_503(served: Served, shared_harness: Harness) -> None:
     # Its own server with a long body bound: the busy connections must stay busy while the test runs.
     limits = LIMITS.model_copy(update={"body_timeout_s": 30.0, "max_connections": 8})
-    with _serve(shared_harness, limits) as busy_server:
+    with _serve(shared_harness.app, limits) as busy_server:
         busy = []
         try:
             # Authenticated connections mid-body are requests in progress: never evicted for a newcomer.
@@ -238,7 +239,7 @@ def test_a_body_without_a_valid_credential_is_refused_before_it_is_read(
     # answered at once (401, connection closed), every connection slot of a full server included.
     limits = LIMITS.model_copy(update={"body_timeout_s": 30.0, "max_connections": 8})
     shared_harness.app.state.auth_failures = AuthFailureLimiter(10_000, 10_000)  # 401s here, not 429s
-    with _serve(shared_harness, limits) as server:
+    with _serve(shared_harness.app, limits) as server:
         socks = []
         try:
             t0 = time.monotonic()
@@ -309,23 +310,11 @@ def test_a_client_that_stops_reading_a_response_is_cut_off() -> None:
             ended.set()  # what a stream's finally does: give its LLM slot back
 
     limits = LIMITS.model_copy(update={"send_timeout_s": 0.5})
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(endless, lifespan="off", **server_options("critical", limits)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 5
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
+    with _serve(endless, limits) as served:
         client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        client.connect(sock.getsockname())
+        client.connect(("127.0.0.1", served.port))
         client.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         assert ended.wait(timeout=20), "the response never ended"
-        assert not server.server_state.connections
+        assert not served.connections()
         client.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=5)
-        sock.close()
