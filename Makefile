@@ -10,10 +10,12 @@ DEMO_Q ?= How many days do I have to submit an expense report?
 .PHONY: setup demo test lint typecheck imports unit lock clean
 
 # Installs exactly the hash-locked set (requirements/dev.txt: runtime + dev, torch's CPU build from
-# /opt/wheels), then the project itself without resolving anything (docs/dependencies.md).
+# /opt/wheels), then the project itself, without resolving anything (docs/dependencies.md); pip check
+# then proves the set complete.
 $(STAMP): requirements/dev.txt pyproject.toml scripts/setup-tools.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --require-hashes -r requirements/dev.txt
+	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements/dev.txt
+	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	bash scripts/setup-tools.sh
 	touch $(STAMP)
