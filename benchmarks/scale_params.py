@@ -46,8 +46,8 @@ VARIANTS: dict[str, tuple[int | None, bool]] = {
 def with_acorn(product: Callable[..., SearchParams]) -> Callable[..., SearchParams]:
     """The product's dense search parameters with Qdrant's ACORN filtered search turned on."""
 
-    def params(t: IndexTuning, *, exact: bool = False) -> SearchParams:
-        base = product(t, exact=exact)
+    def params(t: IndexTuning, *, exact: bool = False, oversampling: float | None = None) -> SearchParams:
+        base = product(t, exact=exact, oversampling=oversampling)
         if exact:
             return base
         acorn = AcornSearchParams(enable=True, max_selectivity=0.4)

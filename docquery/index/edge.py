@@ -124,28 +124,32 @@ def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
     )
 
 
-def search_params(tuning: IndexTuning, *, exact: bool = False) -> SearchParams:
+def search_params(tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None) -> SearchParams:
+    """A dense search's parameters; ``oversampling`` None: the tuning's own."""
     if exact:
         return SearchParams(exact=True, quantization=QuantizationSearchParams(ignore=True))
     if not tuning.quantized:
         return SearchParams(hnsw_ef=tuning.hnsw_ef)
-    quantization = QuantizationSearchParams(rescore=True, oversampling=tuning.oversampling)
-    return SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
+    factor = tuning.oversampling if oversampling is None else oversampling
+    return SearchParams(
+        hnsw_ef=tuning.hnsw_ef, quantization=QuantizationSearchParams(rescore=True, oversampling=factor)
+    )
 
 
-def _params(n: e.Nearest, dense: SearchParams, exact: SearchParams, s: e.Search) -> SearchParams | None:
+def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning) -> SearchParams | None:
     """Dense queries get the HNSW/quantization parameters; sparse ones are exact already."""
     if n.using != DENSE_VECTOR:
         return None
-    return exact if s.exact else dense
+    depth, ranked = s.dense_depth()
+    return search_params(tuning, exact=s.exact, oversampling=tuning.rescoring(depth=depth, wanted=ranked))
 
 
-def _request(s: e.Search, dense: SearchParams, exact: SearchParams) -> QueryRequest:
+def _request(s: e.Search, tuning: IndexTuning) -> QueryRequest:
     flt = _filter(s.where)
     with_vector = [DENSE_VECTOR] if s.with_dense else False
     if s.fusion is not None:
         prefetch = [
-            Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt, params=_params(n, dense, exact, s))
+            Prefetch(limit=s.prefetch_limit, query=_nearest(n), filter=flt, params=_params(n, s, tuning))
             for n in s.prefetch
         ]
         # The ACL filter is on each prefetch, and only there: the engine ANDs a fused query's
@@ -160,15 +164,14 @@ def _request(s: e.Search, dense: SearchParams, exact: SearchParams) -> QueryRequ
         filter=flt,
         with_payload=True,
         with_vector=with_vector,
-        params=_params(s.nearest, dense, exact, s),
+        params=_params(s.nearest, s, tuning),
     )
 
 
 def _found(p: Any) -> e.Found:
-    vectors = p.vector if isinstance(p.vector, dict) else {}
-    return e.Found(
-        id=str(p.id), payload=p.payload or {}, score=float(getattr(p, "score", 0.0)), dense=vectors.get(DENSE_VECTOR)
-    )
+    vector = p.vector  # each read of a point's attribute converts it to Python again: 384 floats here
+    dense = vector.get(DENSE_VECTOR) if isinstance(vector, dict) else None
+    return e.Found(id=str(p.id), payload=p.payload or {}, score=float(getattr(p, "score", 0.0)), dense=dense)
 
 
 class EdgeEngine:
@@ -180,8 +183,6 @@ class EdgeEngine:
         self._closed = False
         self._path = path
         self._tuning = tuning or IndexTuning()
-        self._dense_params = search_params(self._tuning)
-        self._exact_params = search_params(self._tuning, exact=True)
         # The write path fills one appendable segment, and Edge starts no optimizer on its own:
         # upsert seals it (optimize) once it holds a full segment of dense vectors, as a server's
         # optimizers would, so segments stay within max_segment_size_kb (tuning.py).
@@ -203,7 +204,7 @@ class EdgeEngine:
         # Called on the caller's thread, without a hand-off: the engine holds the GIL for the
         # whole query, so a worker thread would not free the event loop (test_query_placement.py).
         with self._use("search") as shard:
-            requests = [_request(s, self._dense_params, self._exact_params) for s in searches]
+            requests = [_request(s, self._tuning) for s in searches]
             batches = shard.query_batch(QueryBatchRequest(requests))
         return [[_found(p) for p in points] for points in batches]
 

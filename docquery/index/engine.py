@@ -85,6 +85,15 @@ class Search:
     fusion: RankFusion | None = None
     with_dense: bool = False
     exact: bool = False  # brute-force dense scoring, no HNSW or quantization: the reference for recall
+    # Of a dense search's ``limit`` results, how many the caller ranks on (0: all of them). A deeper
+    # list only feeds a fusion's statistics, so its tail is not oversampled (IndexTuning.rescoring).
+    ranked: int = 0
+
+    def dense_depth(self) -> tuple[int, int]:
+        """Results a dense branch returns, and how many of them are ranked on."""
+        if self.fusion is not None:
+            return self.prefetch_limit, self.limit  # the fused top ``limit`` draws on each branch's top
+        return self.limit, self.ranked or self.limit
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ class HybridSearch:
         """Min-max convex fusion, client-side (Qdrant has none); both branches ACL-filtered in the engine."""
         dense_points, sparse_points = await self._engine.query(
             [
-                Search(where, fetch, nearest=dense_q, exact=exact),
+                Search(where, fetch, nearest=dense_q, exact=exact, ranked=limit),
                 Search(where, fetch, nearest=sparse_q, with_dense=True),
             ]
         )

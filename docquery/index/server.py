@@ -109,18 +109,23 @@ def collection_config(tuning: IndexTuning) -> dict[str, Any]:
     }
 
 
-def search_params(tuning: IndexTuning, *, exact: bool = False) -> models.SearchParams:
+def search_params(
+    tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None
+) -> models.SearchParams:
+    """A dense search's parameters; ``oversampling`` None: the tuning's own."""
     if exact:
         return models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
-    quantization = (
-        models.QuantizationSearchParams(rescore=True, oversampling=tuning.oversampling) if tuning.quantized else None
-    )
+    factor = tuning.oversampling if oversampling is None else oversampling
+    quantization = models.QuantizationSearchParams(rescore=True, oversampling=factor) if tuning.quantized else None
     return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
 
 
 def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning | None) -> models.SearchParams | None:
     """Dense queries get the HNSW/quantization parameters; sparse ones are exact already."""
-    return search_params(tuning, exact=s.exact) if tuning is not None and n.using == DENSE_VECTOR else None
+    if tuning is None or n.using != DENSE_VECTOR:
+        return None
+    depth, ranked = s.dense_depth()
+    return search_params(tuning, exact=s.exact, oversampling=tuning.rescoring(depth=depth, wanted=ranked))
 
 
 def _request(s: e.Search, tuning: IndexTuning | None) -> models.QueryRequest:

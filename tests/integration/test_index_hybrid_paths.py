@@ -52,14 +52,13 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[QdrantInde
 def previous_form(s: Search, engine: Any) -> QueryRequest:
     """The fused request as it was built before: the ACL filter on the query and on each prefetch."""
     flt = edge_engine._filter(s.where)
-    dense, exact = engine._dense_params, engine._exact_params
     assert s.fusion is not None
     prefetches = [
         Prefetch(
             limit=s.prefetch_limit,
             query=edge_engine._nearest(n),
             filter=flt,
-            params=edge_engine._params(n, dense, exact, s),
+            params=edge_engine._params(n, s, engine._tuning),
         )
         for n in s.prefetch
     ]
