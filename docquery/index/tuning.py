@@ -70,10 +70,12 @@ class IndexTuning:
 
         Oversampling keeps those first ``wanted`` exact despite the quantization error: the engine scores
         ``wanted x oversampling`` candidates on the quantized vectors and rescores them on the originals.
-        A hybrid's dense prefetch is deeper than that (100 for a top 10): its tail only feeds the fusion's
-        statistics, so it is rescored at its depth, not at ``depth x oversampling``. Each segment rescores
-        its own candidates by reading their originals from disk, so the doubled depth cost a million-chunk
-        hybrid query 1,800 random reads for 900 (docs/benchmarks.md, "Rescoring a prefetch at its depth").
+        A hybrid's dense prefetch is deeper than that (100 for a top 10), so it is rescored at its depth,
+        not at ``depth x oversampling``: its top ``wanted x oversampling`` stay exact, and only which
+        candidates near its last place enter the fusion can change. Measured: 99.78 % of SciFact's fused
+        top 10s unchanged and the same nDCG@10, against half the rescoring reads (each segment reads its
+        candidates' originals from disk: 900 reads a million-chunk hybrid query instead of 1,800;
+        docs/benchmarks.md, "Rescoring a prefetch at its depth").
         """
         if depth <= 0:
             return self.oversampling
