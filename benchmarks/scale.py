@@ -149,20 +149,30 @@ def build(index: QdrantIndex, n: int, rng: np.random.Generator, text: TextMaker)
 Query = tuple[list[float], str]
 
 
+def major_faults() -> int:
+    """Page faults of this process (all threads) that had to read from disk so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+
+
 async def _latency(
     index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query], warmup: int
-) -> tuple[list[float], list[float]]:
-    """Sorted wall-clock and CPU milliseconds per query. CPU time (all of this process's threads)
-    is what a query costs on an idle core; wall time on a busy machine adds the wait for one."""
+) -> tuple[list[float], list[float], int]:
+    """Sorted wall-clock and CPU milliseconds per query, and the major page faults of the timed ones.
+
+    CPU time (all of this process's threads) is what a query costs on an idle core; wall time on a
+    busy machine adds the wait for one. A major fault is a read of a segment file that was not in
+    the page cache (the on-disk originals and payloads), so a query that waited for the disk.
+    """
     for dense, q in queries[:warmup]:
         await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
     wall, cpu = [], []
+    faults = major_faults()
     for dense, q in queries[warmup:]:
         t0, c0 = time.perf_counter(), time.process_time()
         await index.search(dense=dense, text=q, acl=acl, limit=10, mode=mode)
         cpu.append((time.process_time() - c0) * 1000)
         wall.append((time.perf_counter() - t0) * 1000)
-    return sorted(wall), sorted(cpu)
+    return sorted(wall), sorted(cpu), major_faults() - faults
 
 
 async def _recall(index: QdrantIndex, mode: SearchMode, acl: AclFilter, queries: list[Query]) -> float:
@@ -184,12 +194,16 @@ async def measure(
         acl = AclFilter.for_groups(set(groups))
         row: dict[str, float] = {}
         for mode in ("hybrid", "dense"):
-            times, cpu = await _latency(index, mode, acl, queries[: warmup + timed], warmup)
+            times, cpu, faults = await _latency(index, mode, acl, queries[: warmup + timed], warmup)
             row[f"{mode}_p50_ms"] = round(percentile(times, 50), 3)
             row[f"{mode}_p99_ms"] = round(percentile(times, 99), 3)
             row[f"{mode}_cpu_p50_ms"] = round(percentile(cpu, 50), 3)
             row[f"{mode}_cpu_p99_ms"] = round(percentile(cpu, 99), 3)
-            _progress(f"{caller} {mode}: p50 {row[f'{mode}_p50_ms']:.2f} ms, p99 {row[f'{mode}_p99_ms']:.2f} ms")
+            row[f"{mode}_major_faults_per_query"] = round(faults / len(times), 2)
+            _progress(
+                f"{caller} {mode}: p50 {row[f'{mode}_p50_ms']:.2f} ms, p99 {row[f'{mode}_p99_ms']:.2f} ms, "
+                f"{row[f'{mode}_major_faults_per_query']} major page faults a query"
+            )
         reference = queries[-recall_n:]
         row["hybrid_recall_at_10"] = round(await _recall(index, "hybrid", acl, reference), 4)
         row["dense_recall_at_10"] = round(await _recall(index, "dense", acl, reference), 4)

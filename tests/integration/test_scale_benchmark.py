@@ -27,12 +27,16 @@ KEYS = {
 }
 
 
-def test_scale_json_line_has_the_figures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_scale_json_line_has_the_figures(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = importlib.util.spec_from_file_location("scale_bench", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["scale_bench"] = module  # dataclasses in the module resolve through sys.modules
     spec.loader.exec_module(module)
+    readings = iter([0, 20, 0, 40, 0, 60, 0, 80])
+    monkeypatch.setattr(module, "major_faults", lambda: next(readings))
     argv = ["--chunks", "400", "--queries", "20", "--warmup", "2", "--recall-queries", "10", "--json"]
     assert module.main([*argv, "--keep", str(tmp_path / "data")]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -40,6 +44,16 @@ def test_scale_json_line_has_the_figures(capsys: pytest.CaptureFixture[str], tmp
     assert result["chunks"] == 400 and result["backend"] == "edge"
     assert result["recall_at_10"] >= 0.95  # 400 chunks: every search is an exact scan
     assert set(result["callers"]) == {"1 group", "3 groups"}
+    # Each timed loop reports the major faults between its first and last query, per query: the
+    # fake counter below grows by 20, 40, 60, 80 over the four loops of 20 queries (callers x modes).
+    faults = [
+        ("1 group", "hybrid", 1.0),
+        ("1 group", "dense", 2.0),
+        ("3 groups", "hybrid", 3.0),
+        ("3 groups", "dense", 4.0),
+    ]
+    for caller, mode, per_query in faults:
+        assert result["callers"][caller][f"{mode}_major_faults_per_query"] == per_query
     assert (tmp_path / "data" / "collections" / "scale" / "edge_config.json").exists()
 
 
