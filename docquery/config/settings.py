@@ -79,7 +79,9 @@ class QdrantSettings(_Section):
     creates: `int8` scalars, `turbo4` (TurboQuant, 4 bits a dimension: half the RAM of the int8 copies; a
     Qdrant server needs 1.18 or later), or `none` (docs/benchmarks.md, "TurboQuant")."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
-    """Candidates fetched from the quantized vectors per result, before rescoring; applies to every search."""
+    """Candidates fetched from the quantized vectors per result, before rescoring on the originals; applies to
+    every search. A hybrid search's dense prefetch (100 for a top 10) is rescored at its own depth, which already
+    holds `limit x OVERSAMPLING` (docs/benchmarks.md, "Rescoring a prefetch at its depth")."""
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
     """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize. At least 1:
     Qdrant reads 0 as "never index"."""
