@@ -86,7 +86,8 @@ class Search:
     with_dense: bool = False
     exact: bool = False  # brute-force dense scoring, no HNSW or quantization: the reference for recall
     # Of a dense search's ``limit`` results, how many the caller ranks on (0: all of them). A deeper
-    # list only feeds a fusion's statistics, so its tail is not oversampled (IndexTuning.rescoring).
+    # list is rescored at its depth, not oversampled beyond it: only which candidates near its last
+    # place reach the fusion can change (IndexTuning.rescoring).
     ranked: int = 0
 
     def dense_depth(self) -> tuple[int, int]:

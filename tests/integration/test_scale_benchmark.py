@@ -44,8 +44,8 @@ def test_scale_json_line_has_the_figures(
     assert result["chunks"] == 400 and result["backend"] == "edge"
     assert result["recall_at_10"] >= 0.95  # 400 chunks: every search is an exact scan
     assert set(result["callers"]) == {"1 group", "3 groups"}
-    # Each timed loop reports the major faults between its first and last query, per query: the
-    # fake counter below grows by 20, 40, 60, 80 over the four loops of 20 queries (callers x modes).
+    # Each timed loop reports the major faults between its first and last query, per query: the fake
+    # counter above grows by 20, 40, 60 and 80 within the four loops of 20 queries (callers x modes).
     faults = [
         ("1 group", "hybrid", 1.0),
         ("1 group", "dense", 2.0),
