@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pydantic import SecretStr
@@ -122,8 +122,33 @@ def test_a_shard_that_loses_the_create_race_opens_the_winners_collection(monkeyp
     client.close()
 
 
+class _OneCallAtATime:
+    """A local-mode client shared by two threads, each call whole, as a server applies each request.
+
+    Local mode keeps plain Python structures, and each engine locks only its own calls; two engines on
+    one local client in two threads race inside it (an IndexError in a retrieve while the other thread
+    upserts), which no server does.
+    """
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return call
+
+
 def test_a_shard_waits_for_the_meta_point_the_creator_writes_last() -> None:
-    client = QdrantClient(location=":memory:")
+    local = QdrantClient(location=":memory:")
+    client = cast(QdrantClient, _OneCallAtATime(local))
     creator = ServerEngine(url=":memory:", name="shared", dimension=DIM, client=client)  # created, no meta yet
 
     def finish_later() -> None:
@@ -138,7 +163,7 @@ def test_a_shard_waits_for_the_meta_point_the_creator_writes_last() -> None:
         writer.join()
     assert waiting._engine.created is False and waiting.read_meta() is not None
     waiting.close()
-    client.close()
+    local.close()
 
 
 def test_a_creation_that_stopped_before_its_meta_point_is_finished_by_the_next_open() -> None:
