@@ -2,16 +2,22 @@
 
     .venv/bin/python benchmarks/scale_plot.py results.jsonl --out docs/img/scale
 
-Each input line is the last line of one ``benchmarks/scale.py --json`` run (the newest of each N
-is drawn); writes one PNG per figure, named ``<out>-latency.png``, ``-recall.png``, ``-memory.png`` and ``-build.png``.
+    .venv/bin/python benchmarks/scale_plot.py results.jsonl --since 2026-12-03 --out docs/img/scale
+
+Each input line is the last line of one ``benchmarks/scale.py --json`` run. A line is the median of
+the runs of each N (``--since``: only runs on or after that date, say since a machine changed), and a
+band spans their lowest and highest value, so a reader sees how far one run strays on a noisy machine.
+Writes one PNG per figure, named ``<out>-latency.png``, ``-recall.png``, ``-memory.png`` and ``-build.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib as mpl
 
@@ -56,28 +62,63 @@ FIGURES: dict[str, tuple[str, list[tuple[str, str]]]] = {
 }
 
 
-def latest_per_size(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last run of each N (every run stays in the file; the curve shows the newest)."""
-    by_n = {int(r["chunks"]): r for r in sorted(rows, key=lambda r: str(r.get("date", "")))}
-    return [by_n[n] for n in sorted(by_n)]
+class Spread(NamedTuple):
+    n: int
+    median: float
+    low: float
+    high: float
+    runs: int
 
 
-def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    rows = latest_per_size(rows)
-    n = [int(r["chunks"]) for r in rows]
+def runs_per_size(rows: list[dict[str, Any]], since: str = "") -> dict[int, list[dict[str, Any]]]:
+    """The runs of each N dated on or after ``since`` (ISO dates compare as text), smallest N first."""
+    by_n: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if str(r.get("date", "")) >= since:
+            by_n[int(r["chunks"])].append(r)
+    return dict(sorted(by_n.items()))
+
+
+def spread(by_n: dict[int, list[dict[str, Any]]], key: str) -> list[Spread]:
+    """Median, lowest and highest value of ``key`` at each N, over the runs that report it."""
+    out = []
+    for n, runs in by_n.items():
+        values = [float(r[key]) for r in runs if r.get(key) is not None]
+        if values:
+            out.append(Spread(n, statistics.median(values), min(values), max(values), len(values)))
+    return out
+
+
+def _short(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def plot(rows: list[dict[str, Any]], out: Path, *, since: str = "") -> list[Path]:
+    by_n = runs_per_size(rows, since)
+    if not by_n:
+        raise ValueError(f"no runs dated on or after {since!r}")
+    counts = ", ".join(f"{_short(n)} {len(runs)}" for n, runs in by_n.items())
     written = []
     for name, (ylabel, series) in FIGURES.items():
-        fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
         for key, label in series:
-            points = [(x, r[key]) for x, r in zip(n, rows, strict=True) if r.get(key) is not None]
+            points = spread(by_n, key)
             if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+                xs = [p.n for p in points]
+                (line,) = ax.plot(xs, [p.median for p in points], marker="o", label=label)
+                ax.fill_between(
+                    xs, [p.low for p in points], [p.high for p in points], color=line.get_color(), alpha=0.15
+                )
         ax.set_xscale("log")
         ax.set_xlabel("chunks in the collection (N)")
         ax.set_ylabel(ylabel)
-        ax.set_title(f"DocQuery embedded index: {name} against N")
+        ax.set_title(
+            f"DocQuery embedded index: {name} against N\nmedian of runs, band lowest to highest; runs per N: {counts}",
+            fontsize=9,
+        )
         ax.grid(visible=True, which="both", alpha=0.3)
-        ax.legend()
+        if ax.lines:  # a figure whose fields no run reports stays empty
+            ax.legend(fontsize=8)
         path = out.parent / f"{out.name}-{name}.png"
         fig.tight_layout()
         fig.savefig(path)
@@ -89,13 +130,18 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=Path, help="JSON lines, one scale.py --json result each")
+    ap.add_argument("--since", default="", help="only runs dated on or after this ISO date, e.g. 2026-12-03")
     ap.add_argument("--out", type=Path, default=Path("docs/img/scale"), help="path prefix of the PNGs")
     args = ap.parse_args(argv)
     rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     if not rows:
         ap.error(f"{args.results}: no results")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for path in plot(rows, args.out):
+    try:
+        written = plot(rows, args.out, since=args.since)
+    except ValueError as err:
+        ap.error(f"{args.results}: {err}")
+    for path in written:
         print(path)
     return 0
 

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,14 +58,48 @@ def test_scale_json_line_has_the_figures(
     assert (tmp_path / "data" / "collections" / "scale" / "edge_config.json").exists()
 
 
-def test_plot_draws_the_newest_run_of_each_size() -> None:
+def _plot_module() -> Any:
     spec = importlib.util.spec_from_file_location("scale_plot_bench", SCRIPT.parent / "scale_plot.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rows = [
-        {"chunks": 200_000, "date": "2026-12-01T12:05:13+00:00", "run": "second"},
-        {"chunks": 10_000, "date": "2026-12-01T09:10:00+00:00", "run": "small"},
-        {"chunks": 200_000, "date": "2026-12-01T09:40:00+00:00", "run": "first"},
+    return module
+
+
+RUNS = [
+    {"chunks": 1_000_000, "date": "2026-12-03T13:34:45+00:00", "hybrid_acl_p99_ms": 242.3},
+    {"chunks": 200_000, "date": "2026-12-03T12:52:47+00:00", "hybrid_acl_p99_ms": 8.6},
+    {"chunks": 1_000_000, "date": "2026-12-03T12:42:31+00:00", "hybrid_acl_p99_ms": 23.7},
+    {"chunks": 1_000_000, "date": "2026-12-02T01:00:00+00:00", "hybrid_acl_p99_ms": 41.0},  # another machine
+    {"chunks": 1_000_000, "date": "2026-12-03T13:49:46+00:00", "hybrid_acl_p99_ms": 75.1},
+    {"chunks": 200_000, "date": "2026-12-03T12:55:05+00:00", "hybrid_acl_p99_ms": None},  # not reported
+]
+
+
+def test_plot_draws_the_median_of_each_size_and_the_range_of_its_runs() -> None:
+    plot = _plot_module()
+    by_n = plot.runs_per_size(RUNS, since="2026-12-03")
+    assert list(by_n) == [200_000, 1_000_000]
+    assert [len(runs) for runs in by_n.values()] == [2, 3]
+    assert plot.spread(by_n, "hybrid_acl_p99_ms") == [
+        plot.Spread(200_000, 8.6, 8.6, 8.6, 1),
+        plot.Spread(1_000_000, 75.1, 23.7, 242.3, 3),
     ]
-    assert [r["run"] for r in module.latest_per_size(rows)] == ["small", "second"]
+    everything = plot.runs_per_size(RUNS)
+    assert plot.spread(everything, "hybrid_acl_p99_ms")[-1] == plot.Spread(1_000_000, 58.05, 23.7, 242.3, 4)
+
+
+def test_plot_writes_one_png_per_figure_and_refuses_an_empty_selection(tmp_path: Path) -> None:
+    plot = _plot_module()
+    results = tmp_path / "results.jsonl"
+    runs = [{**r, "recall_at_10": 1.0, "peak_rss_mb": 3300.0, "build_s": 700.0} for r in RUNS[:-1]]
+    results.write_text(
+        "\n".join(json.dumps(r) for r in [*runs, {"chunks": 10_000, "date": "2026-12-03T12:55:17"}]) + "\n"
+    )
+    assert plot.main([str(results), "--since", "2026-12-03", "--out", str(tmp_path / "img" / "scale")]) == 0
+    pngs = sorted(p.name for p in (tmp_path / "img").iterdir())
+    assert pngs == ["scale-build.png", "scale-latency.png", "scale-memory.png", "scale-recall.png"]
+    assert all((tmp_path / "img" / name).read_bytes().startswith(b"\x89PNG") for name in pngs)
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([str(results), "--since", "2027-01-01", "--out", str(tmp_path / "none")])
+    assert exit_info.value.code == 2
