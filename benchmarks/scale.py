@@ -12,7 +12,10 @@ vocabulary (Zipf, head cut) so BM25 has realistic posting lists; each chunk belo
 
 With ``--json`` the last line is one JSON object; ``benchmarks/scale_plot.py`` draws the curves
 from a file of such lines. The embedded run builds in a temporary directory and removes it; a
-server run creates a collection of its own and deletes it at the end.
+server run creates a collection of its own and deletes it at the end. An embedded run also probes
+the disk with uncached reads of the collection's largest file before and after the timed queries
+(``disk_read_before``, ``disk_read_after``; ``benchmarks/disk_tail.py``): the p99 of a query that
+reads its hits from disk follows the disk's tail at that moment.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.disk_tail import largest_file, probe
 from benchmarks.synthetic import DIM, TextMaker, percentile, synthetic_chunk, unit_vectors
 from docquery.config.settings import Settings
 from docquery.core.domain import AclFilter, IndexedChunk
@@ -255,6 +259,18 @@ def _open_server(
     return client, index
 
 
+def _disk_probe(shard: Path | None, seconds: float) -> dict[str, float] | None:
+    """Uncached reads of the shard's largest file (benchmarks/disk_tail.py); None for a server or when off."""
+    target = None if shard is None or seconds <= 0 else largest_file(shard)
+    found = None if target is None else probe(target, seconds)
+    if found is not None:
+        _progress(
+            f"disk, uncached 4 KiB reads: {found['reads_per_s']:.0f}/s, p50 {found['p50_ms']:.2f} ms, "
+            f"p99.9 {found['p999_ms']:.1f} ms, max {found['max_ms']:.1f} ms"
+        )
+    return found
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings()
     tuning = index_tuning(settings)
@@ -300,10 +316,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         qt = text.texts(args.warmup + args.queries, 3, 9)
         queries = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
         rss_built = rss_mb()
+        disk_before = _disk_probe(None if client is not None else shard, args.disk_probe_s)
         found = asyncio.run(
             measure(index, queries, timed=args.queries, warmup=args.warmup, recall_n=args.recall_queries)
         )
         serve_peak = serve_mem.stop()
+        disk_after = _disk_probe(None if client is not None else shard, args.disk_probe_s)
         index.close()
         size = disk_mb(shard) if client is None else None
     finally:
@@ -329,6 +347,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "serve_peak_anon_mb": round(serve_peak[1], 1),
         "rss_after_build_mb": round(rss_built, 1),
         "disk_mb": None if size is None else round(size, 1),
+        # The disk's own tail around the timed queries: a run's p99 is to be read against it.
+        "disk_read_before": disk_before,
+        "disk_read_after": disk_after,
         "callers": found["callers"],
         "queries": args.queries,
         "recall_queries": args.recall_queries,
@@ -351,6 +372,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--recall-queries", type=int, default=200, help="queries compared with exact search")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument(
+        "--disk-probe-s",
+        type=float,
+        default=5.0,
+        help="seconds of uncached disk reads before and after the timed queries (0: none)",
+    )
     ap.add_argument("--keep", type=Path, help="build in DATA_DIR/collections/scale and keep it (embedded only)")
     ap.add_argument("--model-id", default="synthetic", help="model id recorded in the collection (with --keep)")
     args = ap.parse_args(argv)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks import disk_tail
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 KEYS = {
     "hybrid_acl_p50_ms",
@@ -38,8 +40,16 @@ def test_scale_json_line_has_the_figures(
     spec.loader.exec_module(module)
     readings = iter([0, 20, 0, 40, 0, 60, 0, 80])
     monkeypatch.setattr(module, "major_faults", lambda: next(readings))
+    probed: list[tuple[Path, float]] = []
+    real_probe = module.probe
+
+    def recording_probe(path: Path, seconds: float) -> Any:
+        probed.append((path, seconds))
+        return real_probe(path, seconds)
+
+    monkeypatch.setattr(module, "probe", recording_probe)
     argv = ["--chunks", "400", "--queries", "20", "--warmup", "2", "--recall-queries", "10", "--json"]
-    assert module.main([*argv, "--keep", str(tmp_path / "data")]) == 0
+    assert module.main([*argv, "--keep", str(tmp_path / "data"), "--disk-probe-s", "0.1"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(result) >= KEYS
     assert result["chunks"] == 400 and result["backend"] == "edge"
@@ -55,7 +65,19 @@ def test_scale_json_line_has_the_figures(
     ]
     for caller, mode, per_query in faults:
         assert result["callers"][caller][f"{mode}_major_faults_per_query"] == per_query
-    assert (tmp_path / "data" / "collections" / "scale" / "edge_config.json").exists()
+    shard = tmp_path / "data" / "collections" / "scale"
+    assert (shard / "edge_config.json").exists()
+    # The disk is probed before and after the timed queries, on the collection's largest file, with
+    # uncached reads; where the file system refuses them the figures are None, never cached reads.
+    assert [s for _, s in probed] == [0.1, 0.1]
+    assert probed[0][0] == probed[1][0] and probed[0][0].is_relative_to(shard)
+    assert probed[0][0].stat().st_size == max(f.stat().st_size for f in shard.rglob("*") if f.is_file())
+    refused = disk_tail.read_latencies(probed[0][0], 0.01) is None
+    for key in ("disk_read_before", "disk_read_after"):
+        figures = result[key]
+        assert figures is None if refused else set(figures) == {"reads_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms"}
+    assert module._disk_probe(shard, 0) is None  # --disk-probe-s 0: off
+    assert module._disk_probe(None, 5.0) is None  # a server's files are not on this machine
 
 
 def _plot_module() -> Any:
