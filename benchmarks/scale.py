@@ -316,12 +316,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         qt = text.texts(args.warmup + args.queries, 3, 9)
         queries = [(qv[i].tolist(), qt[i]) for i in range(len(qt))]
         rss_built = rss_mb()
-        disk_before = _disk_probe(None if client is not None else shard, args.disk_probe_s)
+        disk_before = _disk_probe(shard if client is None else None, args.disk_probe_s)
         found = asyncio.run(
             measure(index, queries, timed=args.queries, warmup=args.warmup, recall_n=args.recall_queries)
         )
         serve_peak = serve_mem.stop()
-        disk_after = _disk_probe(None if client is not None else shard, args.disk_probe_s)
+        disk_after = _disk_probe(shard if client is None else None, args.disk_probe_s)
         index.close()
         size = disk_mb(shard) if client is None else None
     finally:

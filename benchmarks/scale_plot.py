@@ -4,9 +4,10 @@
 
     .venv/bin/python benchmarks/scale_plot.py results.jsonl --since 2026-12-03 --out docs/img/scale
 
-Each input line is the last line of one ``benchmarks/scale.py --json`` run. A line is the median of
-the runs of each N (``--since``: only runs on or after that date, say since a machine changed), and a
-band spans their lowest and highest value, so a reader sees how far one run strays on a noisy machine.
+Each input line is the last line of one ``benchmarks/scale.py --json`` run. Each curve joins the
+medians of each N's runs (``--since``: only runs on or after that date, say since a machine changed),
+and a band spans their lowest and highest values, so a reader sees how far one run strays on a noisy
+machine.
 Writes one PNG per figure, named ``<out>-latency.png``, ``-recall.png``, ``-memory.png`` and ``-build.png``.
 """
 
