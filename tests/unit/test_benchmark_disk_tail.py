@@ -40,12 +40,23 @@ class _Recorder(random.Random):
         return out
 
 
+def _storage_read_bytes() -> int:
+    """Bytes this process has had read from storage (``/proc/self/io``): the page cache's answers do not count."""
+    io = Path("/proc/self/io")
+    if not io.exists():
+        pytest.skip("no per-task I/O accounting here")
+    return next(int(line.split()[1]) for line in io.read_text().splitlines() if line.startswith("read_bytes:"))
+
+
 def test_reads_whole_blocks_of_the_file_bypassing_the_page_cache(tmp_path: Path) -> None:
-    path = _file(tmp_path / "matrix.dat", blocks=64)
+    path = _file(tmp_path / "matrix.dat", blocks=64)  # just written: every block is in the page cache
     rng = _Recorder()
+    before = _storage_read_bytes()
     ms = disk_tail.read_latencies(path, 0.2, rng=rng)
     if ms is None:
         pytest.skip(f"{tmp_path}: this file system refuses O_DIRECT")
+    # Each read went to the device, though the page cache held the block: a buffered read adds nothing here.
+    assert _storage_read_bytes() - before >= disk_tail.BLOCK * len(ms)
     assert len(ms) == len(rng.drawn) > 10
     assert ms == sorted(ms) and ms[0] > 0
     assert all(0 <= b < 64 for b in rng.drawn)
@@ -65,7 +76,8 @@ def test_largest_file_finds_the_biggest_under_a_tree(tmp_path: Path) -> None:
     _file(tmp_path / "a" / "small", 1)
     big = _file(tmp_path / "b" / "c" / "matrix.dat", 8)
     assert disk_tail.largest_file(tmp_path) == big
-    assert disk_tail.largest_file(tmp_path / "b" / "c" / "nothing-here") is None
+    (tmp_path / "empty").mkdir()
+    assert disk_tail.largest_file(tmp_path / "empty") is None
 
 
 def test_cli_prints_one_json_line_and_refuses_a_missing_file(
