@@ -1,20 +1,17 @@
-"""A hybrid's dense prefetch rescored at its depth, oversampled in full, or not rescored at all.
+"""A hybrid's dense prefetch rescored at its depth, against one oversampled in full.
 
 The service's hybrid query fuses a dense and a BM25 prefetch of 100 for a top 10. With
 ``DOCQUERY_QDRANT__OVERSAMPLING`` 2 the dense prefetch used to rescore 200 candidates per segment
-on the original vectors ("in full"); ``IndexTuning.rescoring`` now rescores 100, since the top 10
-needs only ``10 x 2`` of them exact ("at depth", the default). ``DOCQUERY_QDRANT__RESCORE_PREFETCH``
-false ranks the prefetch on the quantized vectors alone ("none"). This script measures what each rule
-changes, on the two corpora at hand:
+on the original vectors; ``IndexTuning.rescoring`` now rescores 100, since the top 10 needs only
+``10 x 2`` of them exact. This script measures what that changes, on the two corpora at hand:
 
 * ``scifact DATASET_DIR``: real embeddings (the bundled model, BEIR SciFact, chunked as ingest does).
-  Each query of the split runs as the service runs it (hybrid, limit 10, ACL filter) under every
-  rule and as an exact search; prints the share of the top 10 each rule shares with the default,
-  each rule's recall@10 against the exact search and its nDCG@10 (documents by their best chunk).
+  Each query of the split runs as the service runs it (hybrid, limit 10, ACL filter) under both
+  rules and as an exact search; prints the share of the top 10 both rules agree on, each rule's
+  recall@10 against the exact search and its nDCG@10 (documents by their best chunk).
 * ``latency KEEP_DIR``: a collection ``benchmarks/scale.py --keep`` left. Blocks of queries through
-  ``QdrantIndex.search``, the rules alternated block by block in one process; prints wall and CPU
-  p50/p99 per caller, the major page faults a query (reads the page cache did not answer), and the
-  share of the top 10 each rule shares with the default.
+  ``QdrantIndex.search``, the two rules alternated block by block in one process; prints wall and
+  CPU p50/p99 per caller and the share of the top 10 both rules agree on.
 
     .venv/bin/python benchmarks/prefetch_rescoring.py scifact /work/shared/data/scifact --split train \\
         --cache /tmp/dq-eval-cache
@@ -29,14 +26,14 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scale import CALLERS, major_faults
+from benchmarks.scale import CALLERS
 from benchmarks.synthetic import DIM, TextMaker, percentile, unit_vectors
 from docquery.chunking import ChunkSpec, tokenizer_for
 from docquery.config.settings import Settings
@@ -52,18 +49,13 @@ LIMIT = 10  # the service's top k
 class FullRescoring(IndexTuning):
     """The rule before: every dense search oversampled in full, whatever its depth."""
 
-    def rescoring(self, *, depth: int, wanted: int, fused: bool = False) -> float | None:
+    def rescoring(self, *, depth: int, wanted: int) -> float:
         return self.oversampling
 
 
 def rules(settings: Settings) -> dict[str, IndexTuning]:
-    """The rules by name, the default first (the reference each is compared with)."""
-    tuning = replace(index_tuning(settings), rescore_prefetch=True)
-    return {
-        "at depth": tuning,
-        "in full": FullRescoring(**vars(tuning)),
-        "none": replace(tuning, rescore_prefetch=False),
-    }
+    tuning = index_tuning(settings)
+    return {"at depth": tuning, "in full": FullRescoring(**vars(tuning))}
 
 
 def use(index: QdrantIndex, tuning: IndexTuning) -> None:
@@ -116,12 +108,11 @@ def scifact(args: argparse.Namespace) -> None:
         finally:
             index.close()
     print(f"SciFact {args.split}: {len(qids)} queries, {len(chunks)} chunks, hybrid, limit {LIMIT}")
-    default = next(iter(rules(settings)))
-    print(f"| rule | top 10 as {default!r} | recall@10 against exact | nDCG@10 |\n|---|---:|---:|---:|")
-    for name, top in tops.items():
+    print(f"top 10 the two rules agree on: {agreement(tops['at depth'], tops['in full']):.4f}")
+    print("| rule | recall@10 against exact | nDCG@10 |\n|---|---:|---:|")
+    for name in ("at depth", "in full", "exact"):
         ndcg = evaluate(runs[name], dataset.qrels)["ndcg@10"]
-        same = agreement(top, tops[default])
-        print(f"| {name} | {same:.4f} | {agreement(top, tops['exact']):.4f} | {ndcg:.4f} |")
+        print(f"| {name} | {agreement(tops[name], tops['exact']):.4f} | {ndcg:.4f} |")
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -134,42 +125,38 @@ def latency(args: argparse.Namespace) -> None:
     n = args.warmup + args.queries
     qv, qt = unit_vectors(text.rng, n), text.texts(n, 3, 9)
 
-    async def one(acl: AclFilter, i: int) -> tuple[float, float, int, set[str]]:
-        f0, t0, c0 = major_faults(), time.perf_counter(), time.process_time()
+    async def one(acl: AclFilter, i: int) -> tuple[float, float, set[str]]:
+        t0, c0 = time.perf_counter(), time.process_time()
         hits = await index.search(dense=qv[i].tolist(), text=qt[i], acl=acl, limit=LIMIT, mode="hybrid")
-        wall, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
-        return wall, cpu, major_faults() - f0, {h.chunk.id for h in hits}
+        return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000, {h.chunk.id for h in hits}
 
     async def run() -> None:
-        order = list(chosen)
-        head = "| caller | rule | wall p50 ms | wall p99 ms | CPU p50 ms | major faults a query |"
-        print(f"{head} top 10 as {order[0]!r} |")
-        print("|---|---|---:|---:|---:|---:|---:|")
+        print(f"| caller | rule | wall p50 ms | wall p99 ms | CPU p50 ms | top 10 as {list(chosen)[1]!r} |")
+        print("|---|---|---:|---:|---:|---:|")
         for caller, groups in CALLERS.items():
             acl = AclFilter.for_groups(set(groups))
             wall: dict[str, list[float]] = {k: [] for k in chosen}
             cpu: dict[str, list[float]] = {k: [] for k in chosen}
-            faults: dict[str, int] = dict.fromkeys(chosen, 0)
             tops: dict[str, dict[int, set[str]]] = {k: {} for k in chosen}
             for tuning in chosen.values():
                 use(index, tuning)
                 for i in range(args.warmup):
                     await one(acl, i)
+            order = list(chosen)
             for b, lo in enumerate(range(args.warmup, n, args.block)):
                 for name in order if b % 2 == 0 else order[::-1]:
                     use(index, chosen[name])
                     for i in range(lo, min(lo + args.block, n)):
-                        w, c, f, top = await one(acl, i)
+                        w, c, top = await one(acl, i)
                         wall[name].append(w)
                         cpu[name].append(c)
-                        faults[name] += f
                         tops[name][i] = top
-            reference = [tops[order[0]][i] for i in sorted(tops[order[0]])]
+            reference = [tops[order[1]][i] for i in sorted(tops[order[1]])]
             for name in order:
-                ms = sorted(wall[name])
+                w = sorted(wall[name])
                 same = agreement([tops[name][i] for i in sorted(tops[name])], reference)
-                print(f"| {caller} | {name} | {percentile(ms, 50):.2f} | {percentile(ms, 99):.2f} | "
-                      f"{statistics.median(cpu[name]):.2f} | {faults[name] / len(ms):.2f} | {same:.4f} |")  # fmt: skip
+                print(f"| {caller} | {name} | {percentile(w, 50):.2f} | {percentile(w, 99):.2f} | "
+                      f"{statistics.median(cpu[name]):.2f} | {same:.4f} |")  # fmt: skip
 
     try:
         asyncio.run(run())
@@ -184,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("dataset", type=Path)
     s.add_argument("--split", default="train")
     s.add_argument("--cache", type=Path, default=None, help="directory for cached embeddings")
-    lat = sub.add_parser("latency", help="a kept scale collection: the rules alternated")
+    lat = sub.add_parser("latency", help="a kept scale collection: the two rules alternated")
     lat.add_argument("keep", type=Path, help="the --keep DIR of benchmarks/scale.py")
     lat.add_argument("--queries", type=int, default=600, help="timed queries per caller and rule")
     lat.add_argument("--warmup", type=int, default=50)

@@ -82,12 +82,6 @@ class QdrantSettings(_Section):
     """Candidates fetched from the quantized vectors per result, before rescoring on the originals; applies to
     every search. A hybrid search's dense prefetch (100 for a top 10) is rescored at its own depth, which already
     holds `limit x OVERSAMPLING` (docs/benchmarks.md, "Rescoring a prefetch at its depth")."""
-    rescore_prefetch: bool = True
-    """Rescore a hybrid search's dense prefetch on the original vectors. `false` ranks it on the quantized vectors
-    alone: a hybrid search then reads only its hits' originals, not its candidates', for a little recall. For a
-    collection larger than the page cache on a volume whose reads are slow or few; measure it with `docquery eval
-    retrieval` (docs/benchmarks.md, "A prefetch ranked on the quantized vectors alone"). Dense-only searches are
-    rescored regardless."""
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
     """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize. At least 1:
     Qdrant reads 0 as "never index"."""

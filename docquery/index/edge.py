@@ -124,16 +124,12 @@ def edge_config(dimension: int, tuning: IndexTuning) -> EdgeConfig:
     )
 
 
-def search_params(
-    tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None, rescore: bool = True
-) -> SearchParams:
-    """A dense search's parameters; ``oversampling`` None: the tuning's own; ``rescore`` False: none."""
+def search_params(tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None) -> SearchParams:
+    """A dense search's parameters; ``oversampling`` None: the tuning's own."""
     if exact:
         return SearchParams(exact=True, quantization=QuantizationSearchParams(ignore=True))
     if not tuning.quantized:
         return SearchParams(hnsw_ef=tuning.hnsw_ef)
-    if not rescore:
-        return SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=QuantizationSearchParams(rescore=False))
     factor = tuning.oversampling if oversampling is None else oversampling
     return SearchParams(
         hnsw_ef=tuning.hnsw_ef, quantization=QuantizationSearchParams(rescore=True, oversampling=factor)
@@ -145,8 +141,7 @@ def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning) -> SearchParams | No
     if n.using != DENSE_VECTOR:
         return None
     depth, ranked = s.dense_depth()
-    factor = tuning.rescoring(depth=depth, wanted=ranked, fused=s.fusion is not None)
-    return search_params(tuning, exact=s.exact, oversampling=factor, rescore=factor is not None)
+    return search_params(tuning, exact=s.exact, oversampling=tuning.rescoring(depth=depth, wanted=ranked))
 
 
 def _request(s: e.Search, tuning: IndexTuning) -> QueryRequest:

@@ -110,17 +110,13 @@ def collection_config(tuning: IndexTuning) -> dict[str, Any]:
 
 
 def search_params(
-    tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None, rescore: bool = True
+    tuning: IndexTuning, *, exact: bool = False, oversampling: float | None = None
 ) -> models.SearchParams:
-    """A dense search's parameters; ``oversampling`` None: the tuning's own; ``rescore`` False: none."""
+    """A dense search's parameters; ``oversampling`` None: the tuning's own."""
     if exact:
         return models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
-    if not tuning.quantized:
-        return models.SearchParams(hnsw_ef=tuning.hnsw_ef)
-    if not rescore:
-        return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=models.QuantizationSearchParams(rescore=False))
     factor = tuning.oversampling if oversampling is None else oversampling
-    quantization = models.QuantizationSearchParams(rescore=True, oversampling=factor)
+    quantization = models.QuantizationSearchParams(rescore=True, oversampling=factor) if tuning.quantized else None
     return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=quantization)
 
 
@@ -129,8 +125,7 @@ def _params(n: e.Nearest, s: e.Search, tuning: IndexTuning | None) -> models.Sea
     if tuning is None or n.using != DENSE_VECTOR:
         return None
     depth, ranked = s.dense_depth()
-    factor = tuning.rescoring(depth=depth, wanted=ranked, fused=s.fusion is not None)
-    return search_params(tuning, exact=s.exact, oversampling=factor, rescore=factor is not None)
+    return search_params(tuning, exact=s.exact, oversampling=tuning.rescoring(depth=depth, wanted=ranked))
 
 
 def _request(s: e.Search, tuning: IndexTuning | None) -> models.QueryRequest:

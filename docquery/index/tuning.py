@@ -50,9 +50,6 @@ class IndexTuning:
     # Candidates scored on the quantized vectors per result wanted, then rescored on the original vectors.
     # A hybrid's dense prefetch rescores its depth only (``rescoring``).
     oversampling: float = 2.0
-    # A hybrid's dense prefetch rescored at its depth (the default), or ranked on the quantized vectors
-    # alone: no reads of the originals for it, a little recall given up (``rescoring``).
-    rescore_prefetch: bool = True
     hnsw_ef: int | None = None  # None: the engine's default (ef_construct, at least the limit)
     # A segment is indexed (HNSW, quantized) once its unindexed vectors pass this many KB.
     indexing_threshold_kb: int = 10_000
@@ -68,24 +65,18 @@ class IndexTuning:
         """Originals on disk only beside quantized copies: without them every distance would read the disk."""
         return self.originals_on_disk and self.quantized
 
-    def rescoring(self, *, depth: int, wanted: int, fused: bool = False) -> float | None:
+    def rescoring(self, *, depth: int, wanted: int) -> float:
         """Oversampling for a dense search returning ``depth`` results whose first ``wanted`` are ranked on.
 
         Oversampling keeps those first ``wanted`` exact despite the quantization error: the engine scores
         ``wanted x oversampling`` candidates on the quantized vectors and rescores them on the originals.
         A hybrid's dense prefetch is deeper than that (100 for a top 10), so it is rescored at its depth,
         not at ``depth x oversampling``: its top ``wanted x oversampling`` stay exact, and only which
-        candidates near its last place enter the fusion can change, for half the rescoring reads (each
-        segment reads its candidates' originals from disk; docs/benchmarks.md, "Rescoring a prefetch at
-        its depth").
-
-        None: no rescoring. That is a ``fused`` search's prefetch with ``rescore_prefetch`` off: its order,
-        and the scores the fusion weighs, come from the quantized vectors, and the search reads no originals
-        for it (docs/benchmarks.md, "A prefetch ranked on the quantized vectors alone"). A dense search, and
-        the dense list of the convex fusion, return the scores they rank on, so they are rescored regardless.
+        candidates near its last place enter the fusion can change. Measured: 99.78 % of SciFact's fused
+        top 10s unchanged and the same nDCG@10, against half the rescoring reads (each segment reads its
+        candidates' originals from disk: 900 reads a million-chunk hybrid query instead of 1,800;
+        docs/benchmarks.md, "Rescoring a prefetch at its depth").
         """
-        if fused and not self.rescore_prefetch:
-            return None
         if depth <= 0:
             return self.oversampling
         return max(1.0, min(self.oversampling, wanted * self.oversampling / depth))

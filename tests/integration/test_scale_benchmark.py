@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from benchmarks import disk_tail
-from docquery.config.settings import Settings
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 KEYS = {
@@ -34,7 +33,11 @@ KEYS = {
 def test_scale_json_line_has_the_figures(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = _load("scale_bench", SCRIPT)
+    spec = importlib.util.spec_from_file_location("scale_bench", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["scale_bench"] = module  # dataclasses in the module resolve through sys.modules
+    spec.loader.exec_module(module)
     readings = iter([0, 20, 0, 40, 0, 60, 0, 80])
     monkeypatch.setattr(module, "major_faults", lambda: next(readings))
     probed: list[tuple[Path, float]] = []
@@ -77,45 +80,12 @@ def test_scale_json_line_has_the_figures(
     assert module._disk_probe(None, 5.0) is None  # a server's files are not on this machine
 
 
-def test_prefetch_rescoring_latency_compares_each_rule_with_the_default(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    """benchmarks/prefetch_rescoring.py on a tiny kept collection: one row per caller and rule, the default
-    rule first and agreeing with itself, and the rule with rescoring off sending none."""
-    scale = _load("scale_bench_keep", SCRIPT)
-    keep = tmp_path / "data"
-    argv = ["--chunks", "400", "--queries", "5", "--warmup", "1", "--recall-queries", "2", "--disk-probe-s", "0"]
-    assert scale.main([*argv, "--keep", str(keep), "--model-id", "m"]) == 0
-    capsys.readouterr()
-    bench = _load("prefetch_rescoring_bench", SCRIPT.parent / "prefetch_rescoring.py")
-    rules = bench.rules(Settings())
-    assert list(rules) == ["at depth", "in full", "none"]
-    assert [r.rescoring(depth=100, wanted=10, fused=True) for r in rules.values()] == [1.0, 2.0, None]
-    assert (
-        bench.main(["latency", str(keep), "--queries", "10", "--warmup", "2", "--block", "5", "--model-id", "m"]) == 0
-    )
-    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    assert [c.strip() for c in rows[0]][-1] == "top 10 as 'at depth'"
-    body = [[c.strip() for c in r] for r in rows[1:]]
-    assert [(r[0], r[1]) for r in body] == [(c, rule) for c in ("1 group", "3 groups") for rule in rules]
-    for row in body:
-        assert all(float(x) >= 0 for x in row[2:6])
-        assert 0.0 <= float(row[6]) <= 1.0
-        if row[1] == "at depth":
-            assert row[6] == "1.0000"
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
+def _plot_module() -> Any:
+    spec = importlib.util.spec_from_file_location("scale_plot_bench", SCRIPT.parent / "scale_plot.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses in the module resolve through sys.modules
     spec.loader.exec_module(module)
     return module
-
-
-def _plot_module() -> Any:
-    return _load("scale_plot_bench", SCRIPT.parent / "scale_plot.py")
 
 
 RUNS = [

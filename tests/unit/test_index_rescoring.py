@@ -25,7 +25,6 @@ def test_the_ranked_results_are_always_oversampled_and_nothing_past_the_depth_is
 ) -> None:
     depth = wanted + extra
     factor = IndexTuning(oversampling=oversampling).rescoring(depth=depth, wanted=wanted)
-    assert factor is not None
     assert 1.0 <= factor <= oversampling
     # The candidates rescored cover the ranked results oversampled in full (float rounding aside) ...
     assert depth * factor >= wanted * oversampling * (1 - 1e-12)
@@ -54,22 +53,3 @@ def test_the_service_hybrid_query_rescores_its_prefetch_once() -> None:
     # limit 10, prefetch 100, oversampling 2: 100 candidates a segment, where it was 200.
     assert IndexTuning().rescoring(depth=100, wanted=10) == 1.0
     assert IndexTuning().rescoring(depth=10, wanted=10) == 2.0
-
-
-@given(
-    oversampling=st.floats(min_value=1.0, max_value=16.0),
-    depth=st.integers(min_value=0, max_value=1000),
-    wanted=st.integers(min_value=1, max_value=1000),
-    fused=st.booleans(),
-)
-def test_only_a_fused_prefetch_goes_unrescored_and_only_when_told(
-    oversampling: float, depth: int, wanted: int, fused: bool
-) -> None:
-    on = IndexTuning(oversampling=oversampling)
-    off = IndexTuning(oversampling=oversampling, rescore_prefetch=False)
-    rescored = on.rescoring(depth=depth, wanted=wanted)
-    # The default rescores every dense search, fused or not, by the same rule.
-    assert on.rescoring(depth=depth, wanted=wanted, fused=fused) == rescored
-    assert rescored is not None
-    # Off: a fused search's prefetch is not rescored at all; any other dense search is, as before.
-    assert off.rescoring(depth=depth, wanted=wanted, fused=fused) == (None if fused else rescored)
