@@ -18,10 +18,15 @@ quote, nested brackets), so the text is parsed with a CommonMark parser
   code span (e-mail) unless its host is allowlisted, and so is the text of a
   ``javascript:``, ``vbscript:``, ``data:`` or ``file:`` URI;
 * ``[S1]``-style citation markers stay as they are when nothing after them
-  could make them a link.
+  could make them a link;
+* code (spans and fenced blocks) is the only raw content, and it stays code in
+  any renderer: a span holding a ``|``, which a GFM table would split into
+  cells, goes out as text, and a block goes out where the parser saw it, with
+  no indentation in front that would make its fence an indented code block.
 
 The output is *closed*: two outputs placed one after the other cannot form a
-construct across the seam (the stream relies on this, ``sanitize_stream``).
+construct across the seam (the stream relies on this, ``sanitize_stream``); a
+closing fence ends its line, so text after it cannot keep the fence open.
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ _FENCE_INFO = re.compile(r"[A-Za-z0-9_+.-]{1,32}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 # Marks a piece that starts mid-line, so the parser does not read block syntax there (see render).
 _MIDLINE = "\u2063"
+# The output's last line is a closing fence (after container markers): text, escaped, has no run of
+# three backticks, and a code span has its content between its two runs.
+_CLOSING_FENCE_LAST = re.compile(r"(?:\A|\n)[^\n`]*`{3,}\Z")
 
 
 class Sanitizer:
@@ -107,6 +115,15 @@ class Sanitizer:
         out = _Renderer(self.allow).blocks(SyntaxTreeNode(self._md.parse(source)).children, "\n\n")
         if midline:
             out = out.replace(_MIDLINE, "", 1)
+        else:
+            # The core was parsed from the start of a line, so it goes out there: the indentation in
+            # front of it would make its first block (a fence) an indented code block, and the fence's
+            # raw content would render as markdown.
+            lead = lead[: lead.rfind("\n") + 1]
+        if _CLOSING_FENCE_LAST.search(out) and "\n" not in trail:
+            # A closing fence ends its line: text sent after it on the same line would leave the
+            # client's fence open, and a later fence's raw content would render as markdown.
+            out += "\n"
         return lead + out + trail
 
 
@@ -201,7 +218,9 @@ class _Renderer:
             mark = node.markup or ("*" if kind == "em" else "**")
             return mark + self.inlines(node.children) + mark
         if kind == "code_inline":
-            return _code_span(node.content)
+            # A GFM table splits a row at every "|", in code spans too, so a span holding one could
+            # be cut into cells whose raw content renders as markdown: such a span goes out as text.
+            return self.text(node.content, end_ok=end_ok) if "|" in node.content else _code_span(node.content)
         if kind == "html_inline":
             # Never passed on as HTML, but kept as text, as a block of it is: "vector<string>" in a
             # document reads "vector<string>" in the rendered answer, not "vector".

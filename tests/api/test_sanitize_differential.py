@@ -135,6 +135,46 @@ PAYLOADS: dict[str, list[str]] = {
         "<" * 300 + "img src=x>",
         "(" * 300 + "[a](http://evil.example)",
     ],
+    # An outside review (2026-12-03): indentation in front of a fence the parser saw unindented.
+    "indented fences": [
+        "    ```\n![x](http://evil.example/i.png)\n```",
+        "\t```\n<img src=http://evil.example/x>\n```",
+        "     ```\n[x](http://evil.example/x)\n```",
+        " \t```\n![x](http://evil.example/i.png)\n```",
+        "\n    ```\n![x](http://evil.example/i.png)\n```",
+        "text\n\n    ```\n![x](http://evil.example/i.png)\n```",
+        "    ~~~\n![x](http://evil.example/i.png)\n~~~",
+        "        ````md\n<a href=http://evil.example>x</a>\n````",
+        "    ```\n[x][r]\n```\n\n[r]: http://evil.example",
+        "\t\t```\n![x](http://evil.example/i.png)\n```\nafter",
+    ],
+    # The same review: GFM splits a table row at every "|", in code spans too.
+    "GFM table cells": [
+        "a|b\n-|-\n`|![i](http://evil.example/i.png)|`",
+        "a | b\n--|--\n`x|![i](http://evil.example/i.png)|y`",
+        "| a | b | c |\n|---|:-:|--:|\n| `x|[l](http://evil.example/x)|y` | 2 | 3 |",
+        "a|b\n-|-\n`|<http://evil.example/x>|`",
+        "a|b\n-|-\n`|http://evil.example/x|`",
+        "a|b\n-|-\n`|www.evil.example|`",
+        "a|b\n-|-\n``|<img src=http://evil.example/x>|``",
+        "a|b\n-|-\n`\\|![i](http://evil.example/i.png)\\|`",
+        "a|b|c\n-|-|-\n`|![i](http://evil.example/i.png)|` | `|[x](http://evil.example)|`",
+        "> a|b\n> -|-\n> `|![i](http://evil.example/i.png)|`",
+        "- a|b\n  -|-\n  `|![i](http://evil.example/i.png)|`",
+    ],
+    # The same review: a piece that ends inside a fence, whose closing line the next piece extended.
+    "fences cut between pieces": [
+        "```\nAAA BBB\n```\n![x](http://evil.example/i.png)\n```",
+        "```\nA B C D\n```\n[x](http://evil.example/x)\n```\n",
+        "~~~\nAAA BBB\n~~~\n<img src=http://evil.example/x>\n~~~",
+        "- ```\n  AAA BBB\n  ```\n![x](http://evil.example/i.png)\n```",
+        "> ```\n> AAA BBB\n> ```\n![x](http://evil.example/i.png)\n```",
+        "````\nAAA ``` BBB\n````\n![x](http://evil.example/i.png)\n````",
+        "```py\nAAA BBB\n```\n\n```\n![x](http://evil.example/i.png)\n```",
+        "x ```\nAAA BBB\n```\n![x](http://evil.example/i.png)\n```",
+        "```\nAAA\tBBB\n```\n![x](http://evil.example/i.png)\n```",
+        "1. ```\n   AAA BBB\n   ```\n![x](http://evil.example/i.png)\n```",
+    ],
 }
 CASES = [(cls, i, p) for cls, items in PAYLOADS.items() for i, p in enumerate(items)]
 
@@ -177,7 +217,7 @@ FRAGMENTS = [
     "&#58;", "&#47;", "&#x3a;", "&colon;", "&lt;", "http", "https", "HTTP", "javascript", "mailto", "www.",
     "evil.example", "docs.example.com", "x", "S1", "[S1]", "a b", " ", "\n", "\n\n", "> ", "- ", "1. ", "    ",
     "```", "<img src=x>", "<a href=x>", "</a>", "[r]:", "[r]", "![", "](", "<http:", "%2e", "%40", "\t",
-    "中", "路径", "д", "é", "\u200b", "（", "：",
+    "中", "路径", "д", "é", "\u200b", "（", "：", "|", "-|-", "\n|---|---|\n", "~~~", "    ```", "\t",
 ]  # fmt: skip
 markdown = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=24).map("".join)
 
