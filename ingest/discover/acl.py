@@ -9,8 +9,12 @@ Schema (strict; anything else is exit 2 before anything is written)::
 
 The nearest file wins: a folder's file applies to it and to every subfolder
 until a deeper file overrides it (no merging). Files are looked up from the
-document's folder up to the ingest root, never above it. ``--groups`` /
-``--public`` on the command line is the fallback for documents no file covers.
+document's real folder upwards, past the ingest root to the file system's root:
+the ``PATH`` a run is given (a subfolder, a symlink to one, a glob's matches)
+never decides which folder files apply (outside review, round 3: a link given
+as ``PATH``, or a subfolder given before its parent, put an HR folder's
+documents under ``--public``). ``--groups`` / ``--public`` on the command line
+is the fallback for documents no file covers.
 A document with neither is refused before anything is written (exit 2): every
 chunk must carry non-empty ``acl_groups`` or the explicit public label.
 
@@ -24,7 +28,6 @@ while parsing, so an alias bomb costs one event), and a near-miss name such as
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -187,10 +190,8 @@ def _has_entry(candidate: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            # No file there can be opened by its path either: nothing under it is read, and the ACL
-            # of indexed content can only narrow (ingest.plan.compare.no_wider).
-            return False
+        # ENAMETOOLONG too: a file with a shorter name than ACL_FILE in the same folder can still be
+        # read (outside review, round 3), so a name too long to look up is "cannot tell" as well.
         raise UsageError(
             f"cannot tell whether {candidate.parent} has an ACL file ({exc.strerror or type(exc).__name__}): "
             "make the folder readable by the ingest, or --exclude it"
@@ -204,7 +205,7 @@ class AclResolver:
     def __init__(self, fallback: tuple[str, ...] | None, fallback_origin: str) -> None:
         self._fallback = fallback
         self._fallback_origin = fallback_origin
-        self._cache: dict[tuple[Path, Path], tuple[tuple[str, ...], str] | None] = {}
+        self._cache: dict[Path, tuple[tuple[str, ...], str] | None] = {}
         self._files: dict[Path, tuple[str, ...]] = {}  # each ACL file is read and checked once
 
     def _read(self, candidate: Path) -> tuple[str, ...]:
@@ -212,23 +213,23 @@ class AclResolver:
             self._files[candidate] = read_acl_file(candidate)
         return self._files[candidate]
 
-    def _folder(self, folder: Path, root: Path) -> tuple[tuple[str, ...], str] | None:
-        """The nearest ACL file from ``folder`` up to ``root``. Iterative: a tree may be thousands deep."""
+    def _folder(self, folder: Path) -> tuple[tuple[str, ...], str] | None:
+        """The nearest ACL file from ``folder`` (a real path) upwards. Iterative: a tree may be thousands deep."""
         chain: list[Path] = []
         found: tuple[tuple[str, ...], str] | None = None
         at: Path | None = folder
         while at is not None:
-            if (at, root) in self._cache:
-                found = self._cache[(at, root)]
+            if at in self._cache:
+                found = self._cache[at]
                 break
             chain.append(at)
             candidate = at / ACL_FILE
             if _has_entry(candidate):  # any kind of entry under that name is checked, never ignored
                 found = (self._read(candidate), str(candidate))
                 break
-            at = None if at == root or root not in at.parents else at.parent
+            at = None if at.parent == at else at.parent
         for visited in chain:
-            self._cache[(visited, root)] = found
+            self._cache[visited] = found
         return found
 
     def check_folder(self, folder: Path) -> None:
@@ -244,8 +245,9 @@ class AclResolver:
         if present:
             self._read(candidate)
 
-    def resolve(self, root: Path, path: Path) -> tuple[tuple[str, ...], str] | None:
-        found = self._folder(path.parent, root)
+    def resolve(self, path: Path) -> tuple[tuple[str, ...], str] | None:
+        """The ACL of the file at the real path ``path``: the nearest folder file, else the fallback."""
+        found = self._folder(path.parent)
         if found is not None:
             return found
         if self._fallback is not None:

@@ -247,7 +247,7 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
             if not (entry.regular or entry.link):
                 result.rejected.append((str(path), "not a regular file"))
                 continue
-            found = acl.resolve(root, path)
+            found = acl.resolve(path)
             if found is None:
                 if never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
                     result.skipped.append((str(path), unsupported(suffix_of(path))))

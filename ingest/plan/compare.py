@@ -177,7 +177,7 @@ def stale_acls(
             scope = _scope(path, discovery)
             if scope is None or not filters.accepts(scope[1]) or not shard.owns(scope[1]):
                 continue  # outside this run: another run (root, shard) owns it
-            current = resolver.resolve(scope[0], path)
+            current = resolver.resolve(path)
         if current is None:
             out.append(StaleAcl(record, None))
             continue

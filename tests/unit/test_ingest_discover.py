@@ -87,9 +87,82 @@ def test_acl_nearest_file_wins_and_is_inherited(tmp_path: Path) -> None:
         "pub/c.md": (PUBLIC_GROUP,),
         "other/d.md": ("hr", "staff"),
     }
-    # The ingest root bounds the lookup: a file above the root does not apply.
+    # The PATH given does not bound the lookup: a folder file above it applies, not the fallback.
     found = discover([tmp_path / "other"], filters=Filters(), shard=Shard(), acl=AclResolver(("fallback",), "--groups"))
-    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [("d.md", ("fallback",), "--groups")]
+    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [
+        ("d.md", ("hr", "staff"), str(tmp_path / ACL_FILE))
+    ]
+
+
+def _hr_share(tmp_path: Path) -> Path:
+    """share/hr is [hr] (a file two levels up from its documents), share/pub is public and holds links into hr."""
+    share = tmp_path / "share"
+    write(share / "hr" / ACL_FILE, "groups: [hr]\n")
+    write(share / "hr" / "reviews" / "bob.txt", "review")
+    write(share / "hr" / "reviews" / "deep" / "alice.txt", "review")
+    write(share / "pub" / ACL_FILE, "public: true\n")
+    write(share / "pub" / "faq.txt", "faq")
+    (share / "pub" / "dirlink").symlink_to("../hr/reviews")
+    (share / "pub" / "filelink.txt").symlink_to("../hr/reviews/bob.txt")
+    return share
+
+
+# Every way a run can be pointed at HR's documents (outside review, round 3: a link given as PATH, or a
+# subfolder given before its parent, put them under --public): each must leave them [hr].
+HR_PATHS = [
+    ["hr"],
+    ["hr/reviews"],
+    ["hr/reviews/deep"],
+    ["hr/reviews/bob.txt"],
+    ["pub/dirlink"],
+    ["pub/filelink.txt"],
+    ["pub/dirlink/deep"],
+    ["pub/dirlink/bob.txt"],
+    ["pub/dirlink", "pub"],
+    ["pub", "pub/dirlink"],
+    ["hr/reviews", "hr"],
+    ["hr", "hr/reviews"],
+    ["pub/faq.txt", "pub/dirlink", "pub/filelink.txt"],
+]
+
+
+@pytest.mark.parametrize("paths", HR_PATHS, ids=["+".join(p) for p in HR_PATHS])
+@pytest.mark.parametrize("fallback", [(PUBLIC_GROUP,), ("staff",)], ids=["--public", "--groups staff"])
+def test_the_path_given_never_changes_a_documents_acl(
+    tmp_path: Path, paths: list[str], fallback: tuple[str, ...]
+) -> None:
+    share = _hr_share(tmp_path)
+    found = discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=AclResolver(fallback, "--x"))
+    acl = {f.path.name: (f.acl_groups, f.acl_origin) for f in found.files}
+    hr = (("hr",), str(share / "hr" / ACL_FILE))
+    assert {name: acl[name] for name in acl if name != "faq.txt"} == {name: hr for name in acl if name != "faq.txt"}
+    assert any(name in acl for name in ("bob.txt", "alice.txt"))
+    assert acl.get("faq.txt", ((PUBLIC_GROUP,), str(share / "pub" / ACL_FILE))) == (
+        (PUBLIC_GROUP,),
+        str(share / "pub" / ACL_FILE),
+    )
+
+
+def test_a_folder_whose_acl_file_cannot_be_looked_up_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name too long to look up is "cannot tell", not "no ACL file": a shorter file name in the same
+    folder can still be read (outside review, round 3), so it must not fall back to the folder above."""
+    import errno
+    import os
+
+    write(tmp_path / ACL_FILE, "public: true\n")
+    write(tmp_path / "hr" / "s.txt", "secret")
+    real_lstat = os.lstat
+
+    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if str(path) == str(tmp_path / "hr" / ACL_FILE):
+            raise OSError(errno.ENAMETOOLONG, "File name too long")
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    with pytest.raises(UsageError, match=r"cannot tell whether .*hr has an ACL file"):
+        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
 
 
 @pytest.mark.parametrize(
