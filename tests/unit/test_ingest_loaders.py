@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import codecs
+from html import escape
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingest.model import FileRejected
 from ingest.prepare.loaders import Limits, load
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, MAX_PAGE_CHARS, heading_path
 from tests.support.ingest_fixtures import make_docx, make_encrypted_pdf, make_pdf, make_zip_bomb_docx
 
 LIMITS = Limits(max_file_bytes=10_000_000, max_expanded_bytes=1_000_000)
@@ -184,3 +188,64 @@ def test_binary_sniff_counts_control_bytes_up_to_five_percent() -> None:
     assert not looks_binary(codecs.BOM_UTF16_LE + "text".encode("utf-16-le"))  # NULs of UTF-16 are not binary
     # Only the first 8 KiB is sniffed.
     assert not looks_binary(b"a" * 8192 + b"\x01" * 8192)
+
+
+# -- metadata bounds: a heading path is copied into every chunk of its section ---------------------
+_HEADING_WORDS = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=0, max_size=40)
+
+
+def _markdown(headings: list[tuple[int, str]], paragraphs: int) -> str:
+    lines = []
+    for level, text in headings:
+        lines += ["#" * level + " " + text.replace("\n", " "), ""]
+    lines += [f"paragraph {i}\n" for i in range(paragraphs)]
+    return "\n".join(lines)
+
+
+def _html(headings: list[tuple[int, str]], paragraphs: int) -> str:
+    body = "".join(f"<h{level}>{escape(text)}</h{level}>" for level, text in headings)
+    return f"<html><body>{body}{''.join(f'<p>paragraph {i}</p>' for i in range(paragraphs))}</body></html>"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    headings=st.lists(
+        st.tuples(st.integers(min_value=1, max_value=6), st.one_of(_HEADING_WORDS, st.just("H" * 50_000))),
+        min_size=1,
+        max_size=12,
+    ),
+    kind=st.sampled_from(["md", "html"]),
+)
+def test_headings_and_their_path_are_bounded_whatever_the_document(headings: list[tuple[int, str]], kind: str) -> None:
+    text = _markdown(headings, 3) if kind == "md" else _html(headings, 3)
+    title, sections = _load(f"d.{kind}", text, Limits(10_000_000, 10_000_000))
+    assert len(title) <= MAX_HEADING_CHARS
+    for _, page, _ in sections:
+        assert page is None or len(page) <= MAX_PAGE_CHARS
+        assert page is None or all(len(part) <= MAX_HEADING_CHARS for part in page.split(" > "))
+
+
+def test_one_huge_heading_over_many_paragraphs_is_stored_once_cut() -> None:
+    """The review's file: a 2.7 MB heading over 1,500 paragraphs made a 503 MB collection."""
+    doc = "# " + "h" * 2_700_000 + "\n\n" + "\n\n".join(f"paragraph {i}" for i in range(1500))
+    _, sections = _load("big.md", doc, Limits(10_000_000, 10_000_000))
+    assert sum(len(p or "") for _, p, _ in sections) <= MAX_HEADING_CHARS * len(sections)
+
+
+@pytest.mark.parametrize(
+    ("titles", "expected"),
+    [
+        ([], None),
+        (["a"], "a"),
+        (["a", "b", "c"], "a > b > c"),
+        (["x" * 300], "x" * MAX_HEADING_CHARS),
+        (["y" * 200] * 10, None),  # checked by length below
+    ],
+)
+def test_heading_path_joins_and_cuts(titles: list[str], expected: str | None) -> None:
+    path = heading_path(titles)
+    if expected is not None or not titles:
+        assert path == expected
+    else:
+        assert path is not None and len(path) == MAX_PAGE_CHARS and path.endswith("…")
+        assert heading_path(["z"] * 100_000) is not None  # stops reading past the limit

@@ -18,7 +18,7 @@ from bs4.element import Comment, Doctype, NavigableString, ProcessingInstruction
 from ingest.model import LoadedDoc, Section
 from ingest.prepare.loaders.css import Context
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, Styles
-from ingest.prepare.loaders.limits import Limits
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, heading_path
 from ingest.prepare.loaders.textcodec import decode_text
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -47,8 +47,7 @@ class _Builder:
         text = _clean("".join(self.buf))
         flags = frozenset({"hidden_html"}) if self.hidden_chars >= FLAG_MIN_CHARS else frozenset()
         if text or flags:
-            page = " > ".join(t for _, t in self.path) or None
-            self.sections.append(Section(text=text, page=page, flags=flags))
+            self.sections.append(Section(text=text, page=heading_path(t for _, t in self.path), flags=flags))
         self.buf.clear()
         self.hidden_chars = 0
 
@@ -80,7 +79,7 @@ class _Builder:
                 level = _HEADINGS[name]
                 while self.path and self.path[-1][0] >= level:
                     self.path.pop()
-                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")[:200]))
+                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")[:MAX_HEADING_CHARS]))
                 continue
             block = name in _BLOCK
             if block:
@@ -129,7 +128,7 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
             if hidden:
                 builder.hidden_chars += _visible_len(outer.get_text())
                 builder.flush()
-                return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))
+                return LoadedDoc(title=title.replace("\n", " ")[:MAX_HEADING_CHARS], sections=tuple(builder.sections))
     builder.walk(soup.body if soup.body is not None else soup, ctx, builder.buf)
     builder.flush()
-    return LoadedDoc(title=title.replace("\n", " ")[:200], sections=tuple(builder.sections))
+    return LoadedDoc(title=title.replace("\n", " ")[:MAX_HEADING_CHARS], sections=tuple(builder.sections))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ingest.model import LoadedDoc, Section
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, attrs_hide, inline_hides
-from ingest.prepare.loaders.limits import Limits
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, heading_path
 from ingest.prepare.loaders.textcodec import decode_text
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
@@ -146,7 +146,7 @@ def split_sections(text: str) -> list[tuple[list[str], str, int]]:
             level, title = heading
             while path and path[-1][0] >= level:
                 path.pop()
-            path.append((level, title))
+            path.append((level, title[:MAX_HEADING_CHARS]))
             continue
         buf.append(line)
     flush()
@@ -157,9 +157,9 @@ def _title(raw: str, fallback: str) -> str:
     for line in raw.splitlines():
         heading = _heading(line)
         if heading is not None:
-            return heading[1][:200] or fallback
+            return heading[1][:MAX_HEADING_CHARS] or fallback
         if line.strip():
-            return line.strip()[:200]
+            return line.strip()[:MAX_HEADING_CHARS]
     return fallback
 
 
@@ -171,5 +171,5 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
         hidden += ref_hidden
         flags = frozenset({"hidden_html"}) if hidden >= FLAG_MIN_CHARS else frozenset()
         if clean.strip() or flags:
-            sections.append(Section(text=clean, page=" > ".join(heads) or None, flags=flags))
+            sections.append(Section(text=clean, page=heading_path(heads), flags=flags))
     return LoadedDoc(title=_title(raw, path.stem), sections=tuple(sections))

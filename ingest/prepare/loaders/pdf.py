@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.model import FileRejected, LoadedDoc, Section
-from ingest.prepare.loaders.limits import Limits, TextBudget
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, TextBudget
 
 PDF_MAGIC = b"%PDF-"
 
@@ -67,4 +67,4 @@ def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
         raise FileRejected(f"corrupt PDF ({type(exc).__name__})") from None
     if not sections:
         raise FileRejected("PDF has no extractable text (scanned images need OCR, which is not supported)")
-    return LoadedDoc(title=(title or path.stem)[:200], sections=tuple(sections))
+    return LoadedDoc(title=(title or path.stem)[:MAX_HEADING_CHARS], sections=tuple(sections))

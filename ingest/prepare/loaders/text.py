@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ingest.model import LoadedDoc, Section
-from ingest.prepare.loaders.limits import Limits
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits
 from ingest.prepare.loaders.textcodec import decode_text
 
 
@@ -13,7 +13,7 @@ def first_line_title(text: str, fallback: str, *, strip: str = "") -> str:
     for line in text.splitlines():
         clean = line.strip().lstrip(strip).strip()
         if clean:
-            return clean[:200]
+            return clean[:MAX_HEADING_CHARS]
     return fallback
 
 
