@@ -175,3 +175,32 @@ def test_variation_selectors_are_the_unicode_property() -> None:
 
     by_property = {c for c in range(0x110000) if regex.match(r"\p{Variation_Selector}", chr(c))}
     assert by_property == {c for c in range(0x110000) if scan_module._is_variation_selector(chr(c))}
+
+
+TERMINAL_SEQUENCES = [
+    "\x1b]52;c;aGVsbG8=\x07",  # OSC 52: writes the operator's clipboard
+    "\x1b[8m",  # conceal
+    "\x1b[31m",  # colour
+    "\x1b[2J\x1b[H",  # clear the screen
+    "\x9b31m",  # C1 CSI
+    "\x9d0;title\x9c",  # C1 OSC: window title
+    "\x00",
+    "\x07",
+    "\x7f",
+    "\x1bP+q544e\x1b\\",  # DCS request
+]
+
+
+@pytest.mark.parametrize("seq", TERMINAL_SEQUENCES)
+def test_terminal_control_sequences_never_reach_the_stored_text(seq: str) -> None:
+    flags, clean = scan_and_strip(f"Quarterly report{seq} shows growth.")
+    assert not any((0 <= ord(c) < 0x20 and c not in "\t\n\r\f") or 0x7F <= ord(c) <= 0x9F for c in clean)
+    assert "Quarterly report" in clean and "shows growth." in clean
+    assert "injection" not in flags
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF, blacklist_categories=("Cs",)), max_size=200))
+def test_only_tab_newline_return_and_form_feed_controls_are_kept(text: str) -> None:
+    _, clean = scan_and_strip(text)
+    assert all(c in "\t\n\r\f" for c in clean if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)
+    assert [c for c in clean if c in "\t\n\r\f"] == [c for c in text if c in "\t\n\r\f"]
