@@ -47,7 +47,11 @@ MAX_ACL_BYTES = 16 * 1024
 GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
 _GROUP = re.compile(GROUP_PATTERN)
 _MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
-_NEAR_MISS_KEY = "docqueryacl"
+# A near-miss name is the ACL file's name spelled otherwise: these once case, compatibility forms,
+# punctuation and the suffixes below are folded away. A document that only mentions it ("DocQuery ACL
+# guide.md") is not one: it stopped every run (outside review, round 3).
+_NEAR_MISS_KEYS = frozenset({"docqueryacl", "docqueryacls"})
+_NEAR_MISS_SUFFIXES = (".yaml", ".yml", ".json", ".bak", ".old", ".orig", ".swp", ".tmp", ".txt", "~")
 _KIND_NAMES = {"NoneType": "null", "int": "a number", "float": "a number", "bool": "a boolean", "list": "a list"}
 
 
@@ -129,8 +133,14 @@ def is_near_miss(name: str) -> bool:
     """A file name that looks meant as an ACL file but is not exactly ``ACL_FILE``."""
     if name == ACL_FILE or (name.isascii() and "acl" not in name.lower()):
         return False  # the common case, without normalising every file name of a corpus
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    return "".join(ch for ch in folded if ch.isalnum()).startswith(_NEAR_MISS_KEY)
+    folded = unicodedata.normalize("NFKC", name).casefold().lstrip(".")
+    cut = True
+    while cut:
+        cut = False
+        for suffix in _NEAR_MISS_SUFFIXES:
+            if folded.endswith(suffix) and len(folded) > len(suffix):
+                folded, cut = folded[: -len(suffix)], True
+    return "".join(ch for ch in folded if ch.isalnum()) in _NEAR_MISS_KEYS
 
 
 def read_acl_file(path: Path) -> tuple[str, ...]:

@@ -153,6 +153,9 @@ NEAR_MISSES = [
     ".docquery.acl.yaml",
     "DOCQUERY-ACL.YML",
     "\uff0edocquery-acl.yaml",  # fullwidth full stop
+    ".docquery-acl.yaml~",
+    ".docquery-acl.yaml.swp",
+    "docquery acl.yml",
 ]
 
 
@@ -165,7 +168,15 @@ def test_near_miss_names_are_exit_2(tmp_path: Path, name: str) -> None:
         discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
 
 
-@pytest.mark.parametrize("name", [ACL_FILE, "acl.yaml", "docquery.yaml", "notes-docquery-acl.txt", "README"])
+# Documents that only mention the file: one of them stopped every run (outside review, round 3).
+ORDINARY = [
+    ACL_FILE, "acl.yaml", "docquery.yaml", "notes-docquery-acl.txt", "README", "DocQuery ACL guide.md",
+    "docquery-acl-howto.txt", "About DocQuery ACLs.pdf", "docquery_acl_design.docx", "DocQueryACLNotes.md",
+    ".docquery-acl-test", "docquery-acl.yaml.md", "my.docquery-acl.yaml",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ORDINARY)
 def test_ordinary_names_are_not_near_misses(name: str) -> None:
     assert not is_near_miss(name)
 
