@@ -18,21 +18,34 @@ from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
 from docquery.rag.sanitize import Sanitizer
 from tests.support.fakes import HashEmbedder
+from tests.support.markdown_oracle import violations
 
 CLEAN = Sanitizer()
 _PIECES = st.sampled_from(
     ["word", "longerword", "é", " ", "  ", "\n", "\n\n", ".", ",", "<b>", "p < 0.05", "[x](http://evil.test/q)",
-     "![i](https://e.test/a.png)", "www.evil.test", "javascript:alert(1)", "[S1]", "ünïcode", "x" * 40]
+     "![i](https://e.test/a.png)", "www.evil.test", "javascript:alert(1)", "[S1]", "ünïcode", "x" * 40,
+     "    ", "\n    ", "```", "~~~", "`a|b`", "|", "\n-|-\n", "# ", "> ", "- ", "1. ", "[r]: ", "\t"]
 )  # fmt: skip
 
 
+def test_a_passage_with_line_breaks_is_quoted_past_them() -> None:
+    text = "Travel and Expense Policy\n\nSubmit every expense report within 30 days of the trip. " * 3
+    snippet = exact_snippet(text.strip(), CLEAN.label)
+    assert len(snippet) > 200 and text.startswith(snippet) and "\n\n" in snippet
+
+
 @settings(max_examples=300, deadline=None)
-@given(text=st.lists(_PIECES, min_size=1, max_size=120).map("".join).map(str.strip).filter(bool))
-def test_snippets_are_exact_safe_openings_cut_at_word_boundaries(text: str) -> None:
-    snippet = exact_snippet(text, CLEAN)
+@given(
+    text=st.lists(_PIECES, min_size=1, max_size=120).map("".join).map(str.strip).filter(bool),
+    one_line=st.booleans(),
+)
+def test_snippets_are_exact_safe_openings_cut_at_word_boundaries(text: str, one_line: bool) -> None:
+    clean = CLEAN.label if one_line else CLEAN  # the pipeline's, and the answers' sanitiser
+    snippet = exact_snippet(text, clean)
     assert text.startswith(snippet)  # an exact substring: the passage's opening
     assert len(snippet) <= SNIPPET_CHARS
-    assert CLEAN(snippet) == snippet  # nothing the sanitiser would rewrite
+    assert clean(snippet).split() == snippet.split()  # nothing the sanitiser would rewrite but whitespace
+    assert not violations(snippet)  # and, rendered with its line breaks, inert in CommonMark and GFM
     if snippet and snippet != text:
         # Cut at a word boundary (unless the first word alone is longer than the snippet).
         assert text[len(snippet)].isspace() or (
