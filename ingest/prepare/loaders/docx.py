@@ -1,5 +1,9 @@
 """DOCX through python-docx, after a zip-bomb check on the archive's declared sizes.
 
+python-docx never reads the uploaded archive: every member is inflated here, a
+chunk at a time, and checked against its declared size and the expansion limit;
+python-docx gets an uncompressed copy of what passed.
+
 Headings ("Heading N" styles) give each section its heading path. Runs marked
 hidden (``w:vanish``) are dropped and flag their section ``hidden_text``.
 """
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +21,14 @@ from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS
 from ingest.prepare.loaders.limits import Limits, TextBudget
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_STEP = 64 * 1024  # inflate output per read: the most one step of a lying member can allocate
 
 
 def check_zip(data: bytes, limits: Limits) -> None:
     """Refuse archives that would expand past the limit, before any member is decompressed.
 
-    The declared sizes are binding: zipfile stops at a member's declared size and
-    fails its CRC check, so an archive cannot expand past what it declares.
+    The declared sizes only bind readers that inflate in bounded steps (``_inflated_copy``):
+    ``ZipFile.read`` inflates a whole member in one call and trims to the declared size afterwards.
     """
     if data.startswith(OLE_MAGIC):
         raise FileRejected("encrypted (password-protected) or legacy binary Word document, not a DOCX")
@@ -40,6 +46,45 @@ def check_zip(data: bytes, limits: Limits) -> None:
         )
     if any(m.flag_bits & 0x1 for m in members):
         raise FileRejected("encrypted DOCX archive members")
+    # Office writes only stored and deflated members; zipfile inflates bzip2 and LZMA without an output bound.
+    if any(m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) for m in members):
+        raise FileRejected("DOCX archive member with an unsupported compression method")
+
+
+def _copy_member(src: zipfile.ZipFile, info: zipfile.ZipInfo, dst: zipfile.ZipFile, budget: int) -> int:
+    """Inflate one member into ``dst`` in small steps; returns the bytes it gave.
+
+    ``ZipExtFile.read(n)`` passes ``n`` to the inflater as its output bound and stops at
+    the declared size (whose CRC check then fails if the member had more), so memory stays
+    at one step however far the member would inflate.
+    """
+    given = 0
+    # zip64 headers: the limit is a setting, and a copied member over 2 GiB must not fail mid-write.
+    with src.open(info) as member, dst.open(info.filename, "w", force_zip64=True) as out:
+        while chunk := member.read(_STEP):
+            given += len(chunk)
+            # Not reached with CPython's zipfile (it trims at the declared size); kept so a
+            # reader that stops trimming cannot turn a lying member back into a bomb.
+            if given > info.file_size or given > budget:
+                raise FileRejected("DOCX archive member inflates past its declared size (zip bomb?)")
+            out.write(chunk)
+    return given
+
+
+def _inflated_copy(data: bytes, limits: Limits) -> io.BytesIO:
+    """The archive's members, inflated under the limit and stored uncompressed, for python-docx."""
+    copy = io.BytesIO()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(copy, "w", zipfile.ZIP_STORED) as dst:
+            # A name's last entry, the one zipfile (so python-docx) would read; the others are never inflated.
+            members = {info.filename: info for info in src.infolist() if not info.is_dir()}
+            left = limits.max_expanded_bytes
+            for info in members.values():
+                left -= _copy_member(src, info, dst, left)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, zlib.error):
+        raise FileRejected("corrupt DOCX (archive member does not inflate to what it declares)") from None
+    copy.seek(0)
+    return copy
 
 
 class _Sections:
@@ -86,11 +131,12 @@ class _Sections:
 
 def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     check_zip(data, limits)
+    copy = _inflated_copy(data, limits)
     import docx
     from docx.table import Table
 
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = docx.Document(copy)
         sections = _Sections(TextBudget(limits.max_expanded_bytes, "DOCX text"))
         title = ""
         for block in document.iter_inner_content():
