@@ -1,6 +1,7 @@
-"""DOCX archives cannot make the parser allocate past the expansion limit (outside review, round 3).
+"""DOCX archives and tables cannot make the parser allocate past the expansion limit (outside review, round 3).
 
 A member may declare a small size and inflate far past it; its bytes are never all in memory.
+A cell spanning many grid columns gives its text once.
 """
 
 from __future__ import annotations
@@ -183,3 +184,43 @@ def test_bzip2_and_lzma_members_are_refused() -> None:
             zf.writestr("word/media/x.bin", b"x")
         with pytest.raises(FileRejected, match="unsupported compression"):
             load(Path("d.docx"), out.getvalue(), LIMITS)
+
+
+def _spanning_docx(span: int, *, vmerge_rows: int = 0) -> bytes:
+    """A 2x2 table whose first cell spans ``span`` grid columns, and ``vmerge_rows`` rows merged down."""
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    document = docx.Document()
+    table = document.add_table(rows=2 + vmerge_rows, cols=2)
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row.cells):
+            cell.text = f"cell {r}.{c}"
+    first = table.rows[0].cells[0]._tc
+    etree.SubElement(first.get_or_add_tcPr(), qn("w:gridSpan")).set(qn("w:val"), str(span))
+    if vmerge_rows:
+        etree.SubElement(table.rows[1].cells[1]._tc.get_or_add_tcPr(), qn("w:vMerge")).set(qn("w:val"), "restart")
+        for row in table.rows[2:]:
+            tc = row.cells[1]._tc
+            tc.get_or_add_tcPr().append(etree.Element(qn("w:vMerge")))
+            for p in tc.findall(qn("w:p"))[1:]:
+                tc.remove(p)
+            for t in tc.iter(qn("w:t")):
+                t.text = ""
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("span", [1, 2, 2000, 1_000_000])
+def test_a_cell_spanning_grid_columns_gives_its_text_once(span: int) -> None:
+    data = _spanning_docx(span)
+    text = "\n".join(t for t, _ in _text(data))
+    assert text.split("\n") == ["cell 0.0", "cell 0.1", "cell 1.0", "cell 1.1"]
+
+
+def test_a_cell_merged_down_rows_gives_its_text_once() -> None:
+    text = "\n".join(t for t, _ in _text(_spanning_docx(1, vmerge_rows=50)))
+    assert text.count("cell 1.1") == 1
+    assert text.count("cell 0.0") == 1 and all(f"cell {r}.0" in text for r in range(52))

@@ -2,7 +2,8 @@
 
 python-docx never reads the uploaded archive: every member is inflated here, a
 chunk at a time, and checked against its declared size and the expansion limit;
-python-docx gets an uncompressed copy of what passed.
+python-docx gets an uncompressed copy of what passed. Each table cell (``w:tc``)
+is read once, however many grid columns it spans.
 
 Headings ("Heading N" styles) give each section its heading path. Runs marked
 hidden (``w:vanish``) are dropped and flag their section ``hidden_text``.
@@ -14,11 +15,14 @@ import io
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.model import FileRejected, LoadedDoc, Section
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS
 from ingest.prepare.loaders.limits import Limits, TextBudget
+
+if TYPE_CHECKING:
+    from docx.table import Table
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _STEP = 64 * 1024  # inflate output per read: the most one step of a lying member can allocate
@@ -129,6 +133,17 @@ class _Sections:
             self.buf.append(text)
 
 
+def _table(table: Table, sections: _Sections) -> None:
+    """Each ``w:tc`` once. ``row.cells`` repeats a cell once per grid column it spans
+    (``gridSpan``, and ``vMerge`` down the rows): a 36 KB file with gridSpan=2000 gave 18 MB of text."""
+    from docx.table import _Cell
+
+    for row in table.rows:
+        for tc in row._tr.tc_lst:  # python-docx has no public view of a row's own cells
+            for para in _Cell(tc, table).paragraphs:
+                sections.paragraph(para)
+
+
 def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     check_zip(data, limits)
     copy = _inflated_copy(data, limits)
@@ -141,10 +156,7 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
         title = ""
         for block in document.iter_inner_content():
             if isinstance(block, Table):
-                for row in block.rows:
-                    for cell in row.cells:
-                        for para in cell.paragraphs:
-                            sections.paragraph(para)
+                _table(block, sections)
                 continue
             if block.style is not None and block.style.name == "Title" and not title:
                 title = block.text.strip()
