@@ -21,8 +21,10 @@ import pickle
 import signal
 import struct
 import sys
+import warnings
 from collections.abc import Callable, Sequence
-from typing import cast
+from pathlib import Path
+from typing import TextIO, cast
 
 from docquery import chunking
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
@@ -81,6 +83,20 @@ def _die_with_parent() -> None:
         os._exit(1)  # the parent died before the request took effect
 
 
+def _log_warning(  # noqa: PLR0917  # warnings.showwarning's signature, called positionally
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` as one log line: the category and where, never the text,
+    which runs to several lines and can quote the document."""
+    del message, file, line
+    logging.getLogger("py.warnings").warning("%s at %s:%d", category.__name__, Path(filename).name, lineno)
+
+
 def _run(channel: int, jobs: int) -> None:
     try:
         job = read_frame(jobs)
@@ -103,6 +119,8 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [parse] %(message)s", stream=sys.stderr
     )
+    # Off a terminal every stderr line must be a log line; warnings.showwarning would write several.
+    warnings.showwarning = _log_warning
     with contextlib.suppress(BrokenPipeError):  # the parent stopped reading: it is shutting down
         _run(channel, 0)
     return 0

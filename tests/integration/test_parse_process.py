@@ -9,6 +9,7 @@ the ingest process is killed.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,6 +74,29 @@ def test_outcomes_match_parsing_in_the_thread(tmp_path: Path) -> None:
     prepared = [o for _, o in got if not isinstance(o, str)]
     assert len(prepared) == 5 and all(p.chunks for p in prepared)
     assert children(os.getpid()) == []
+
+
+# What the parse process's log handler writes (ingest.prepare.parse_child.main).
+PARSE_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [\w.]+ \[parse\] \S.*")
+
+
+def test_the_parse_process_writes_nothing_but_log_lines(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A document must not put lines outside the log format on stderr (outside review, round 3): an
+    HTML file that looks like a path made bs4 write a 16-line warning there."""
+    write(tmp_path / "path.html", "C:\\secret\\file.txt")
+    write(tmp_path / "url.htm", "https://example.com/secret/file.txt")
+    write(tmp_path / "para.html", "<p>C:\\secret\\file.txt</p>")
+    write(tmp_path / "warn.txt", "The text of warn.txt.")
+    capfd.readouterr()
+    got = dict(in_process(planned_docs(tmp_path), Scripted(real_config()), timeout_s=60, stop=threading.Event()))
+    err = capfd.readouterr().err
+
+    assert all(not isinstance(o, str) for o in got.values()), got
+    lines = err.splitlines()
+    assert [ln for ln in lines if not PARSE_LOG_LINE.fullmatch(ln)] == []
+    # The scripted warning is one line naming its category, without its (document-like) text.
+    assert len(lines) == 1 and "WARNING py.warnings [parse] UserWarning at parse_scripts.py:" in lines[0]
+    assert CANARY not in err and "secret" not in err
 
 
 def test_a_crashing_file_fails_alone_and_a_fresh_process_takes_the_rest(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def real_config() -> PrepareConfig:
 class Scripted:
     """Prepares a file for real, unless its name (before the suffix) says otherwise:
     ``segv`` dies of SIGSEGV, ``exit7`` exits with code 7, ``hang`` sleeps for an hour,
-    ``raise`` raises with file-like text in the message, ``reject`` is a FileRejected, and
-    ``whoami`` is rejected with the id of the process that parsed it."""
+    ``raise`` raises with file-like text in the message, ``reject`` is a FileRejected,
+    ``whoami`` is rejected with the id of the process that parsed it, and ``warn`` issues a
+    two-line warning quoting file-like text, then is prepared for real."""
 
     cfg: PrepareConfig
 
@@ -56,6 +58,8 @@ class Scripted:
             raise FileRejected("scripted rejection")
         elif stem == "whoami":
             raise FileRejected(f"parsed by pid {os.getpid()}")
+        elif stem == "warn":
+            warnings.warn(f"{CANARY}\nsecond line", UserWarning, stacklevel=1)
         return prepare(planned, real_chunker(), self.cfg)
 
 

@@ -12,7 +12,7 @@ import re
 import warnings
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, Tag, XMLParsedAsHTMLWarning
 from bs4.element import Comment, Doctype, NavigableString, ProcessingInstruction
 
 from ingest.model import LoadedDoc, Section
@@ -114,6 +114,9 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     text = decode_text(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        # We always pass the file's text, never a locator; a file holding only a path
+        # (C:\secret\file.txt) made bs4 write 16 lines to stderr, outside the log format.
+        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
         soup = BeautifulSoup(text, "lxml")
     title_tag = soup.find("title")
     title = _clean(title_tag.get_text(" ")) if isinstance(title_tag, Tag) else ""
