@@ -5,8 +5,9 @@ chunk at a time, and checked against its declared size and the expansion limit;
 python-docx gets an uncompressed copy of what passed. Each table cell (``w:tc``)
 is read once, however many grid columns it spans.
 
-Headings ("Heading N" styles) give each section its heading path. Runs marked
-hidden (``w:vanish``) are dropped and flag their section ``hidden_text``.
+Headings ("Heading N" styles) give each section its heading path. Runs a reader
+does not see (hidden, white or unreadably small, directly or through their styles:
+``docx_hidden``) are dropped and flag their section ``hidden_text``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest.model import FileRejected, LoadedDoc, Section
+from ingest.prepare.loaders.docx_hidden import HiddenRuns
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS
-from ingest.prepare.loaders.limits import Limits, TextBudget
+from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, TextBudget, heading_path
 
 if TYPE_CHECKING:
     from docx.table import Table
@@ -98,12 +100,13 @@ class _Sections:
         self.hidden = 0
         self.out: list[Section] = []
         self.budget = budget
+        self.hidden_runs = HiddenRuns()
 
     def flush(self) -> None:
         text = "\n".join(self.buf).strip()
         flags = frozenset({"hidden_text"}) if self.hidden >= FLAG_MIN_CHARS else frozenset()
         if text or flags:
-            self.out.append(Section(text=text, page=" > ".join(t for _, t in self.path) or None, flags=flags))
+            self.out.append(Section(text=text, page=heading_path(t for _, t in self.path), flags=flags))
         self.buf.clear()
         self.hidden = 0
 
@@ -111,14 +114,14 @@ class _Sections:
         self.flush()
         while self.path and self.path[-1][0] >= level:
             self.path.pop()
-        self.path.append((level, text[:200]))
+        self.path.append((level, text[:MAX_HEADING_CHARS]))
 
     def paragraph(self, para: Any) -> None:
         parts: list[str] = []
         for item in para.iter_inner_content():
             runs = getattr(item, "runs", None)
             for run in runs if runs is not None else [item]:
-                if run.font.hidden:
+                if self.hidden_runs.hidden(run, para):
                     self.hidden += len("".join(run.text.split()))
                 else:
                     parts.append(run.text)
@@ -169,4 +172,4 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
         raise FileRejected(f"corrupt DOCX ({type(exc).__name__})") from None
     except Exception as exc:
         raise FileRejected(f"corrupt DOCX ({type(exc).__name__})") from None
-    return LoadedDoc(title=(core_title.strip() or title or path.stem)[:200], sections=tuple(sections.out))
+    return LoadedDoc(title=(core_title.strip() or title or path.stem)[:MAX_HEADING_CHARS], sections=tuple(sections.out))
