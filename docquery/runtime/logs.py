@@ -19,7 +19,7 @@ import sys
 import traceback
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 from docquery.core.errors import ConfigError
 
@@ -115,6 +115,18 @@ def check_level(level: str) -> str:
     if not isinstance(logging.getLevelName(name), int):
         raise ConfigError(f"DOCQUERY_LOG_LEVEL={level!r} is not a level: use DEBUG, INFO, WARNING or ERROR")
     return name
+
+
+def configured() -> tuple[LogFormat, str] | None:
+    """The format and level ``configure_logging`` gave the root logger (None before it ran), so a child
+    process can log its lines the same way onto the same stderr."""
+    root = logging.getLogger()
+    for handler in root.handlers:
+        if isinstance(handler, StderrHandler):
+            for name, formatter in FORMATTERS.items():
+                if type(handler.formatter) is formatter:
+                    return cast(LogFormat, name), logging.getLevelName(root.level)
+    return None
 
 
 def configure_logging(level: str, fmt: LogFormat) -> None:

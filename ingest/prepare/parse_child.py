@@ -27,10 +27,14 @@ from pathlib import Path
 from typing import TextIO, cast
 
 from docquery import chunking
+from docquery.runtime.logs import FORMATTERS, LogFormat, configure_logging
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 
 READY = "ready"
 PARENT_PID_ENV = "DOCQUERY_PARSE_PARENT_PID"
+# "json:INFO": the parent's log format and level, so the child's lines on the shared stderr look like
+# the parent's (off a terminal, one JSON object a line); unset, a plain format for a process run alone.
+LOG_ENV = "DOCQUERY_PARSE_LOG"
 _HEADER = struct.Struct("!Q")
 
 Outcome = PreparedDoc | str  # str: why the file cannot be indexed; safe to report, never file content
@@ -97,6 +101,16 @@ def _log_warning(  # noqa: PLR0917  # warnings.showwarning's signature, called p
     logging.getLogger("py.warnings").warning("%s at %s:%d", category.__name__, Path(filename).name, lineno)
 
 
+def _configure_logging(spec: str) -> None:
+    fmt, _, level = spec.partition(":")
+    if fmt in FORMATTERS:
+        configure_logging(level or "INFO", cast(LogFormat, fmt))
+    else:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [parse] %(message)s", stream=sys.stderr
+        )
+
+
 def _run(channel: int, jobs: int) -> None:
     try:
         job = read_frame(jobs)
@@ -116,9 +130,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = os.dup(1)
     os.dup2(2, 1)  # a stray print in a parser library goes to stderr, not into the channel
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [parse] %(message)s", stream=sys.stderr
-    )
+    _configure_logging(os.environ.get(LOG_ENV, ""))
     # Off a terminal every stderr line must be a log line; warnings.showwarning would write several.
     warnings.showwarning = _log_warning
     with contextlib.suppress(BrokenPipeError):  # the parent stopped reading: it is shutting down

@@ -32,8 +32,18 @@ from dataclasses import dataclass
 from typing import IO, Literal, cast
 
 from docquery.core.errors import DocQueryError
+from docquery.runtime.logs import configured
 from ingest.model import PlannedDoc, PreparedDoc
-from ingest.prepare.parse_child import PARENT_PID_ENV, READY, Outcome, Prepare, outcome, read_frame, write_frame
+from ingest.prepare.parse_child import (
+    LOG_ENV,
+    PARENT_PID_ENV,
+    READY,
+    Outcome,
+    Prepare,
+    outcome,
+    read_frame,
+    write_frame,
+)
 
 CHILD_ARGV = (sys.executable, "-m", "ingest.prepare.parse_child")
 ParseMode = Literal["auto", "all", "off"]
@@ -127,6 +137,9 @@ class _Child:
             # its threads would only take cores from the embedder.
             "TOKENIZERS_PARALLELISM": "false",
         }
+        logs = configured()
+        if logs is not None:
+            env[LOG_ENV] = ":".join(logs)  # the child's lines share this stderr: the same format
         self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
         stdin, stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
         self.fd = stdout.fileno()

@@ -8,6 +8,8 @@ the ingest process is killed.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import signal
@@ -16,10 +18,12 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from docquery.runtime.logs import configure_logging
 from ingest.prepare.parse_child import outcome
 from ingest.prepare.parsing import ParseMode, ParseProcessError, in_process, isolated, routed
 from ingest.report.progress import NullProgress
@@ -97,6 +101,34 @@ def test_the_parse_process_writes_nothing_but_log_lines(tmp_path: Path, capfd: p
     # The scripted warning is one line naming its category, without its (document-like) text.
     assert len(lines) == 1 and "WARNING py.warnings [parse] UserWarning at parse_scripts.py:" in lines[0]
     assert CANARY not in err and "secret" not in err
+
+
+@pytest.fixture
+def json_logs() -> Iterator[None]:
+    """This process logs JSON, as `docquery ingest` does off a terminal; the root logger is restored after."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    configure_logging("INFO", "json")
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_the_parse_process_logs_as_its_parent_does(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], json_logs: None
+) -> None:
+    """Off a terminal every stderr line is one JSON object, the parse process's too (its lines were plain
+    text whatever the parent's format)."""
+    write(tmp_path / "warn.txt", "The text of warn.txt.")
+    capfd.readouterr()
+    got = dict(in_process(planned_docs(tmp_path), Scripted(real_config()), timeout_s=60, stop=threading.Event()))
+    err = capfd.readouterr().err
+
+    assert all(not isinstance(o, str) for o in got.values()), got
+    records = [json.loads(line) for line in err.splitlines()]
+    assert [(r["level"], r["logger"]) for r in records] == [("WARNING", "py.warnings")]
+    assert records[0]["message"].startswith("UserWarning at parse_scripts.py:")
+    assert CANARY not in err
 
 
 def test_a_crashing_file_fails_alone_and_a_fresh_process_takes_the_rest(tmp_path: Path) -> None:
