@@ -178,6 +178,16 @@ class RetrievalSettings(_Section):
     min_dense_score: float = Field(default=0.30, ge=-1.0, le=1.0)
     """Dense cosine below which a question counts as "not in the documents": a refusal, no citations."""
 
+    @model_validator(mode="after")
+    def _top_k_within_bound(self) -> RetrievalSettings:
+        # A default above the bound every request is held to was quietly cut to it (a new user's finding).
+        if self.top_k > self.max_top_k:
+            raise ValueError(
+                f"DOCQUERY_RETRIEVAL__TOP_K ({self.top_k}) is larger than DOCQUERY_RETRIEVAL__MAX_TOP_K"
+                f" ({self.max_top_k}); set it to at most that"
+            )
+        return self
+
 
 class ConversationSettings(_Section):
     """Earlier turns of a conversation (``history`` on /v1/query, ``messages`` on the OpenAI facade)."""

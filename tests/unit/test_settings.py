@@ -59,3 +59,13 @@ def test_invalid_value_error_does_not_echo_the_value(monkeypatch: pytest.MonkeyP
         Settings(secrets_dir=tmp_path)
     assert "metrics_port" in str(info.value)
     assert "SECRETISH" not in str(info.value)
+
+
+@pytest.mark.parametrize(("top_k", "max_top_k", "ok"), [(5, 50, True), (5, 5, True), (10, 5, False), (50, 49, False)])
+def test_a_default_top_k_above_the_bound_is_refused_not_cut(top_k: int, max_top_k: int, ok: bool) -> None:
+    retrieval = {"top_k": top_k, "max_top_k": max_top_k}
+    if ok:
+        assert Settings(retrieval=retrieval).retrieval.top_k == top_k
+    else:
+        with pytest.raises(SettingsError, match=rf"DOCQUERY_RETRIEVAL__TOP_K \({top_k}\) is larger than"):
+            Settings(retrieval=retrieval)
