@@ -48,6 +48,7 @@ from docquery.runtime.preflight import (
     EXIT_BUSY,
     BusyError,
     bind_socket,
+    check_data_dir,
     check_index_free,
     edge_collection,
     is_lock_failure,
@@ -115,6 +116,7 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.collection is not None and not is_valid_collection_name(args.collection):
         raise UsageProblem(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
     collection = args.collection or settings.qdrant.collection
+    check_data_dir(settings, collection)
     edge = edge_collection(settings, collection)
     if edge is not None and not edge.exists:
         raise _empty(settings, collection, "does not exist")  # and is not created: a typo must not look like data
@@ -165,7 +167,8 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if settings.metrics_port and settings.metrics_port == args.port:
         raise ConfigError(f"DOCQUERY_METRICS_PORT ({args.port}) is the same as --port: choose another for metrics")
-    # Everything another process can hold is checked before the model loads.
+    # Everything another process can hold, and the data dir itself, is checked before the model loads.
+    check_data_dir(settings)
     check_index_free(settings)
     sock = bind_socket(args.host, args.port, what="API", setting="--port")
     components = None

@@ -21,7 +21,7 @@ from docquery.config.settings import Settings
 from docquery.core.domain import DocumentRecord
 from docquery.core.errors import DocQueryError
 from docquery.core.ports import Embedder, IndexAdapter
-from docquery.runtime.preflight import check_index_free, edge_collection
+from docquery.runtime.preflight import check_data_dir, check_index_free, edge_collection
 from docquery.wiring import build_embedder, build_index
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Discovery, Filters, Shard, discover
@@ -158,6 +158,7 @@ def run_ingest(
 
     owns_index = index is None
     if owns_index:
+        check_data_dir(settings, collection)  # a file or an unreadable folder: exit 2, before anything loads
         check_index_free(settings, collection)  # BusyError before anything is loaded or written
     if opts.dry_run and index is None and not _collection_exists(settings, collection):
         records: list[DocumentRecord] = []  # dry run against a collection that does not exist yet: do not create it

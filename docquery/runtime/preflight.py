@@ -1,8 +1,9 @@
-"""Checks the CLI runs before the expensive start (model load, app build): is the index free, is the port free.
+"""Checks the CLI runs before the expensive start (model load, app build): can the data dir be used,
+is the index free, is the port free.
 
-Each failure is a ``BusyError`` whose message says what holds what and what to do,
-so the command prints one line and exits with ``EXIT_BUSY`` instead of failing
-later with an engine traceback.
+Each failure is a ``ConfigError`` (exit 2) or a ``BusyError`` (exit 3) whose message says
+what is wrong and what to do, so the command prints one line instead of failing later
+with an engine traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,55 @@ def edge_collection(settings: Settings, name: str | None = None) -> EdgeCollecti
     if not is_valid_collection_name(collection):  # the flags and the settings check it first; a path must never escape
         raise ConfigError(f"the collection name must be {COLLECTION_NAME_RULE}")
     return EdgeCollection(collection, settings.data_dir / "collections" / collection)
+
+
+def check_data_dir(settings: Settings, collection: str | None = None) -> None:
+    """Raise ConfigError when the embedded index's folders cannot be used: a file where a folder must be,
+    or a folder this process may not read.
+
+    Found by trying (stat, then listing), not by ``os.access``: root passes every access check, yet a
+    container that drops CAP_DAC_OVERRIDE is refused like any other user.
+    """
+    edge = edge_collection(settings, collection)
+    if edge is None:
+        return  # a Qdrant server keeps its own files
+    for path in (settings.data_dir, edge.path.parent, edge.path):
+        if not _usable_folder(path, settings.data_dir):
+            return  # absent: the first ingest creates it, and nothing below it exists
+
+
+def _usable_folder(path: Path, data_dir: Path) -> bool:
+    """True when ``path`` is a folder this process can list, False when it does not exist."""
+    try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            with os.scandir(path):
+                return True
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        raise ConfigError(
+            f"DOCQUERY_DATA_DIR={data_dir}: part of the path {path} is a file, not a folder: "
+            "set DOCQUERY_DATA_DIR to a folder (it is created if missing)"
+        ) from None
+    except PermissionError:
+        raise ConfigError(
+            f"DOCQUERY_DATA_DIR={data_dir}: permission denied on {path}: give the user running docquery read "
+            "and write access to it (e.g. chmod -R u+rwX, or chown -R), or set DOCQUERY_DATA_DIR to another folder"
+        ) from None
+    except OSError as exc:  # a symlink loop, a name too long: the setting is wrong, not DocQuery
+        raise ConfigError(
+            f"DOCQUERY_DATA_DIR={data_dir}: cannot use {path}: {exc.strerror}; check DOCQUERY_DATA_DIR"
+        ) from None
+    if path == data_dir:
+        raise ConfigError(
+            f"DOCQUERY_DATA_DIR={data_dir} is a file, not a folder: "
+            "set DOCQUERY_DATA_DIR to a folder (it is created if missing)"
+        )
+    raise ConfigError(
+        f"{path} (in DOCQUERY_DATA_DIR={data_dir}) is a file, not a folder: "
+        "move it away, or set DOCQUERY_DATA_DIR to another folder"
+    )
 
 
 def lock_holder(wal_dir: Path) -> int | None:

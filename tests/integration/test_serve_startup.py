@@ -36,7 +36,7 @@ def _a_file(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ("data dir is a file", "docquery: vector index operation 'open' failed"),
+        ("data dir is a file", "is a file, not a folder: set DOCQUERY_DATA_DIR to a folder"),
         ("no Qdrant server at the URL", "no response from the Qdrant server at http://127.0.0.1:"),
         ("port out of range", "argument --port: 70000 is not a port: use 1 to 65535 (or 0, any free one)"),
         ("port not a number", "argument --port: not a port number: 'http'"),
