@@ -58,6 +58,8 @@ from docquery.secrets import build_secret_source, refuse_env_secrets
 from docquery.wiring import Components, build_components
 
 if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
     from docquery.api.metrics import Metrics
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -163,6 +165,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from docquery.api.app import authenticator, create_app
+    from docquery.api.metrics import Metrics
     from docquery.api.server import server_options
 
     if settings.metrics_port and settings.metrics_port == args.port:
@@ -172,7 +175,13 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     check_index_free(settings)
     sock = bind_socket(args.host, args.port, what="API", setting="--port")
     components = None
+    metrics_server = None
     try:
+        # Listening on the metrics port now holds it, so a busy one fails before anything is loaded or
+        # written; until the app starts it serves this registry's zeros.
+        metrics = Metrics()
+        if settings.metrics_port:
+            metrics_server = _start_metrics(metrics, args.host, settings.metrics_port)
         secrets = build_secret_source(settings)
         authenticator(settings, secrets)  # the prod profile without auth: exit 2 before the model loads
         # Built here, not in the app's lifespan: an index that cannot open or a model that cannot load is
@@ -190,9 +199,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                 "%s; every answer will be 'not in the documents' until then",
                 _empty(settings, settings.qdrant.collection, why),
             )
-        app = create_app(settings, components=components)
-        if settings.metrics_port:
-            _start_metrics(app.state.metrics, args.host, settings.metrics_port)
+        app = create_app(settings, components=components, metrics=metrics)
         # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/runtime/logs.py), so
         # its lines have the same format as ours instead of uvicorn's own.
         options = server_options(settings.log_level, settings.api) | {"log_config": None}
@@ -200,17 +207,21 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
     finally:
         sock.close()
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
         if components is not None:
             components.close()
     return EXIT_OK
 
 
-def _start_metrics(metrics: Metrics, host: str, port: int) -> None:
+def _start_metrics(metrics: Metrics, host: str, port: int) -> WSGIServer:
     from docquery.api.metrics import start_metrics_server
 
     try:
         # Its own port, so a NetworkPolicy can open metrics to monitoring only.
-        start_metrics_server(metrics, host, port)
+        server, _ = start_metrics_server(metrics, host, port)
+        return server
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise ConfigError(

@@ -70,7 +70,9 @@ def create_app(
     components: Components | None = None,
     factory: ComponentsFactory | None = None,
     secrets: SecretSource | None = None,
+    metrics: Metrics | None = None,
 ) -> FastAPI:
+    """``metrics``: a registry already served on the metrics port (``docquery serve`` listens there first)."""
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
     auth = authenticator(settings, source)
 
@@ -93,7 +95,7 @@ def create_app(
     app = FastAPI(
         title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi_url
     )
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     audit = AuditLog()
     app.state.settings = settings
     app.state.components = components

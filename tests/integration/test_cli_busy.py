@@ -151,6 +151,9 @@ def test_serve_on_a_busy_port(tmp_path: Path, which: str) -> None:
         holder.close()
     assert got.returncode == EXIT_BUSY
     assert "OSError" not in got.stderr
+    # Both ports are checked before the model loads and before the index is opened (or created).
+    assert "SentenceTransformer" not in got.stderr
+    assert not (tmp_path / "data").exists()
 
 
 _WRITTEN = re.compile(r"chunks written (\d+)")
