@@ -73,7 +73,38 @@ def _json_example(field: FieldInfo) -> str:
     return "[]" if _json_form(field.annotation) == "a JSON list" else "{}"
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """Locations and reasons only: pydantic's own text embeds the input, which may be a secret."""
-    problems = [f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()]
+def describe_validation_error(exc: ValidationError, environ: Mapping[str, str]) -> str:
+    """Each problem as the variable the user set and pydantic's reason (which states a field's bounds).
+
+    Never the value: pydantic's own text embeds the input, which may be a secret.
+    """
+    problems = []
+    for err in exc.errors():
+        reason = err["msg"].removeprefix("Value error, ")  # a validator's own message says what to do
+        where = _set_by(tuple(str(p) for p in err["loc"]), environ)
+        # A validator's message names its variables already (a section's checks span several fields).
+        problems.append(reason if where is None or ENV_PREFIX in reason else f"{where}: {reason}")
     return "invalid settings: " + "; ".join(problems)
+
+
+def _set_by(loc: tuple[str, ...], environ: Mapping[str, str]) -> str | None:
+    """The variable (or key of a section's JSON) that set the field at ``loc``, as the user spelled it.
+
+    The nested variable wins over the section's JSON, as in pydantic-settings. Without either (a value
+    passed in code, or a section's own check), the dotted path; None for an error of the whole model.
+    """
+    if not loc:
+        return None
+    rest = f" item {'.'.join(loc[2:])}" if len(loc) > 2 else ""
+    nested = _spelled(environ, (ENV_PREFIX + NESTED_DELIMITER.join(loc[:2])).upper())
+    if nested:
+        return nested + rest
+    section = _spelled(environ, (ENV_PREFIX + loc[0]).upper())
+    if section and len(loc) > 1:
+        return f"{section} (key {loc[1]!r}){rest}"
+    return section or ".".join(loc)
+
+
+def _spelled(environ: Mapping[str, str], var: str) -> str | None:
+    """``var`` as spelled in ``environ`` (pydantic-settings matches without regard to case), if set."""
+    return next((name for name in environ if name.upper() == var), None)

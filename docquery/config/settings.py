@@ -367,7 +367,7 @@ class Settings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise SettingsError(describe_validation_error(exc)) from None
+            raise SettingsError(describe_validation_error(exc, os.environ)) from None
         except _SourceError as exc:
             raise SettingsError(describe_source_error(exc, os.environ, setting_fields())) from None
         check_unknown_env_vars(self.profile, os.environ)

@@ -57,7 +57,7 @@ def test_invalid_value_error_does_not_echo_the_value(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("DOCQUERY_METRICS_PORT", "not-a-port-SECRETISH")
     with pytest.raises(SettingsError) as info:
         Settings(secrets_dir=tmp_path)
-    assert "metrics_port" in str(info.value)
+    assert "DOCQUERY_METRICS_PORT" in str(info.value)
     assert "SECRETISH" not in str(info.value)
 
 
@@ -69,3 +69,34 @@ def test_a_default_top_k_above_the_bound_is_refused_not_cut(top_k: int, max_top_
     else:
         with pytest.raises(SettingsError, match=rf"DOCQUERY_RETRIEVAL__TOP_K \({top_k}\) is larger than"):
             Settings(retrieval=retrieval)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("DOCQUERY_QDRANT__OVERSAMPLING", "abc", "DOCQUERY_QDRANT__OVERSAMPLING: Input should be a valid number"),
+        (
+            "docquery_qdrant__oversampling",
+            "0",
+            "docquery_qdrant__oversampling: Input should be greater than or equal to 1",
+        ),
+        ("DOCQUERY_QDRANT", '{"oversampling": "abc"}', "DOCQUERY_QDRANT (key 'oversampling'): Input should be"),
+        ("DOCQUERY_API__LINK_ALLOWLIST", "[1]", "DOCQUERY_API__LINK_ALLOWLIST item 0: Input should be a valid string"),
+        ("DOCQUERY_METRICS_PORT", "-1", "DOCQUERY_METRICS_PORT: Input should be greater than or equal to 0"),
+    ],
+)
+def test_an_invalid_value_names_the_variable_the_user_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, value: str, named: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as info:
+        Settings(secrets_dir=tmp_path)
+    assert str(info.value).startswith(f"invalid settings: {named}")
+    assert "qdrant.oversampling" not in str(info.value)
+
+
+def test_a_validator_that_names_its_variables_is_not_prefixed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCQUERY_QDRANT__COLLECTION", "../x")
+    with pytest.raises(SettingsError) as info:
+        Settings(secrets_dir=tmp_path)
+    assert str(info.value).startswith("invalid settings: DOCQUERY_QDRANT__COLLECTION must be 1 to 64")
