@@ -50,6 +50,7 @@ def _openai_embedder(s: Settings, keys: KeyProvider) -> Embedder:
         dimension=e.dimension,
         batch_size=e.batch_size,
         timeout_s=e.timeout_s,
+        url_setting="DOCQUERY_EMBEDDER__BASE_URL",
     )
 
 

@@ -46,9 +46,9 @@ class CollectionMissingError(VectorIndexError):
 
 
 class EmbedderError(DocQueryError):
-    def __init__(self, operation: str, status: int | None = None) -> None:
+    def __init__(self, operation: str, status: int | None = None, detail: str = "") -> None:
         suffix = f" (status {status})" if status is not None else ""
-        super().__init__(f"embedder operation {operation!r} failed{suffix}")
+        super().__init__(f"embedder operation {operation!r} failed{suffix}" + (f": {detail}" if detail else ""))
         self.operation = operation
         self.status = status
 

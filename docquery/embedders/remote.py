@@ -5,7 +5,8 @@ embeds from worker threads, and ``aembed`` (aiohttp) for the query path, which
 awaits the question's embedding on the event loop instead of sending a thread to
 wait on a socket (``rag.pipeline``). The API key is read through a callable on
 every call, so a rotated Vault-rendered file takes effect without a restart.
-Errors carry a status code at most, never the upstream body: it may echo the text.
+Errors carry a status code and where the server is (URL and setting) at most, never the
+upstream body or the request's: either may hold the text.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 
 from docquery.core.errors import EmbedderError, EmbedderUnreachable
 from docquery.core.ports import KeyProvider
+from docquery.core.urls import public_url
 from docquery.runtime.loop_session import LoopSession
 
 # A response is refused past this many bytes per input text: 256 KiB holds a vector of about
@@ -37,8 +39,11 @@ class OpenAIEmbedder:
         batch_size: int = 64,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        url_setting: str = "the embedder's base URL",
     ) -> None:
+        """``url_setting`` names where ``base_url`` came from, for the message when the server does not answer."""
         self._model = model
+        self._where = _where(base_url, url_setting)
         self._key = api_key
         self._batch = batch_size
         self._max_bytes = 1024 * 1024 + batch_size * _BYTES_PER_INPUT
@@ -73,25 +78,33 @@ class OpenAIEmbedder:
         try:
             with self._client.stream("POST", "embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status_code != 200:
-                    raise _refused(resp.status_code)
+                    raise _refused(resp.status_code, self._where)
                 body = _Capped(self._max_bytes)
                 for part in resp.iter_bytes():  # decoded: the cap bounds what is held
                     body.add(part)
         except httpx.HTTPError:
-            raise EmbedderUnreachable("embeddings request") from None
+            raise self._unreachable() from None
         return _vectors(body.value(), len(batch))
 
     async def _acall(self, batch: list[str]) -> list[list[float]]:
         try:
             async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status != 200:
-                    raise _refused(resp.status)
+                    raise _refused(resp.status, self._where)
                 body = _Capped(self._max_bytes)
                 async for part in resp.content.iter_any():
                     body.add(part)
         except (aiohttp.ClientError, TimeoutError):
-            raise EmbedderUnreachable("embeddings request") from None
+            raise self._unreachable() from None
         return _vectors(body.value(), len(batch))
+
+    def _unreachable(self) -> EmbedderUnreachable:
+        # Built from the settings alone: the library's message may quote the request, which holds the text.
+        return EmbedderUnreachable(
+            "embeddings request",
+            detail=f"no response from the embedding server {self._where}: check that the server is running and "
+            "reachable from here, and that the URL is its OpenAI-compatible base, e.g. http://tei:8080/v1",
+        )
 
     def _body(self, batch: list[str]) -> dict[str, Any]:
         return {"model": self._model, "input": batch}
@@ -137,7 +150,13 @@ def _vectors(raw: bytes, expected: int) -> list[list[float]]:
     return vectors
 
 
-def _refused(status: int) -> EmbedderError:
+def _where(base_url: str, setting: str) -> str:
+    shown = public_url(base_url)  # no userinfo or query string: they may carry a key
+    return f"at {shown} ({setting})" if shown else f"({setting} is not a URL)"
+
+
+def _refused(status: int, where: str) -> EmbedderError:
     """429 and 5xx say "not now" (a retry may succeed); any other status will not change."""
-    kind = EmbedderUnreachable if status == 429 or status >= 500 else EmbedderError
-    return kind("embeddings request", status)
+    if status == 429 or status >= 500:
+        return EmbedderUnreachable("embeddings request", status, f"the embedding server {where} cannot answer now")
+    return EmbedderError("embeddings request", status, f"refused by the embedding server {where}")

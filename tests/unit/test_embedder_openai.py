@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 
-from docquery.core.errors import EmbedderError
+from docquery.config.settings import Settings
+from docquery.core.errors import EmbedderError, EmbedderUnreachable
 from docquery.core.ports import Embedder
 from docquery.embedders.remote import OpenAIEmbedder
+from docquery.wiring import build_embedder
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
 
 CANARY = "CANARY-5b1d04-embedding-text"
@@ -103,22 +106,49 @@ def test_embedder_errors_carry_status_only(standin: StandInOpenAIServer) -> None
     for info in (blocking, awaited):
         assert info.value.status == 401
         assert CANARY not in str(info.value)
+        assert f"refused by the embedding server at {standin.base_url}" in str(info.value)
 
 
-def test_unreachable_server_is_an_embedder_error() -> None:
+def _closed_port() -> int:
     with socket.socket() as s:  # a port with nothing listening
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_server_is_an_embedder_error_naming_the_url_and_setting() -> None:
+    port = _closed_port()
     emb = OpenAIEmbedder(
-        base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=lambda: None, dimension=8, timeout_s=2.0
+        base_url=f"http://user:pass@127.0.0.1:{port}/v1",
+        model="m",
+        api_key=lambda: None,
+        dimension=8,
+        timeout_s=2.0,
+        url_setting="DOCQUERY_EMBEDDER__BASE_URL",
     )
     try:
-        with pytest.raises(EmbedderError):
-            emb.embed(["x"])
-        with pytest.raises(EmbedderError):
-            asyncio.run(_aembed_once(emb, ["x"]))
+        with pytest.raises(EmbedderUnreachable) as blocking:
+            emb.embed([f"x {CANARY}"])
+        with pytest.raises(EmbedderUnreachable) as awaited:
+            asyncio.run(_aembed_once(emb, [f"x {CANARY}"]))
     finally:
         emb.close()
+    for info in (blocking, awaited):
+        message = str(info.value)
+        assert f"no response from the embedding server at http://127.0.0.1:{port}/v1 (DOCQUERY_EMBEDDER__BASE_URL)" in (
+            message
+        )
+        assert "check that the server is running" in message
+        assert CANARY not in message and "pass" not in message
+
+
+def test_an_embedder_built_from_settings_that_cannot_probe_names_the_setting(tmp_path: Path) -> None:
+    # No dimension set: the first request (the dimension probe) is made while the embedder is built.
+    settings = Settings(
+        secrets_dir=tmp_path,
+        embedder={"kind": "openai", "base_url": f"http://127.0.0.1:{_closed_port()}/v1", "timeout_s": 2},
+    )
+    with pytest.raises(EmbedderUnreachable, match=r"\(DOCQUERY_EMBEDDER__BASE_URL\): check that the server"):
+        build_embedder(settings)
 
 
 def test_proxy_variables_do_not_reroute_text(standin: StandInOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,4 +188,4 @@ def test_an_embedding_server_that_says_not_now_is_worth_a_retry(status: int, ret
     from docquery.core.errors import EmbedderUnreachable
     from docquery.embedders.remote import _refused
 
-    assert isinstance(_refused(status), EmbedderUnreachable) is retryable
+    assert isinstance(_refused(status, "at http://e/v1 (S)"), EmbedderUnreachable) is retryable
