@@ -166,7 +166,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from docquery.api.app import authenticator, create_app
     from docquery.api.metrics import Metrics
-    from docquery.api.server import server_options
+    from docquery.api.server import AnnouncedServer, server_options
 
     if settings.metrics_port and settings.metrics_port == args.port:
         raise ConfigError(f"DOCQUERY_METRICS_PORT ({args.port}) is the same as --port: choose another for metrics")
@@ -204,7 +204,8 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         # its lines have the same format as ours instead of uvicorn's own.
         options = server_options(settings.log_level, settings.api) | {"log_config": None}
         with _sigterm_is_a_normal_stop():
-            uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+            server = AnnouncedServer(uvicorn.Config(app, **options), metrics_port=settings.metrics_port)
+            server.run(sockets=[sock])
     finally:
         sock.close()
         if metrics_server is not None:

@@ -12,10 +12,34 @@
 
 from __future__ import annotations
 
+import logging
+import socket
 from typing import Any
+
+import uvicorn
 
 from docquery.api.protocol import ConnectionLimits, guarded_protocol
 from docquery.config.settings import ApiSettings
+
+log = logging.getLogger("docquery.serve")
+
+
+class AnnouncedServer(uvicorn.Server):
+    """Logs where it listens once it accepts connections: uvicorn announces no address for sockets it is
+    handed (it expects the process that bound them to), and with ``--port 0`` the log is the only place
+    that says which port the system picked."""
+
+    def __init__(self, config: uvicorn.Config, *, metrics_port: int = 0) -> None:
+        super().__init__(config)
+        self._metrics_port = metrics_port
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)  # exits on a failed lifespan: nothing to announce then
+        for sock in sockets or ():
+            host, port = sock.getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            metrics = f"; metrics on port {self._metrics_port}" if self._metrics_port else ""
+            log.info("listening on http://%s:%d%s", shown, port, metrics)
 
 
 def server_options(log_level: str, api: ApiSettings | None = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,35 @@ def test_a_qdrant_server_that_does_not_answer_is_exit_75_for_every_command(tmp_p
     done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 75, done.stderr[-2000:]
     assert "no response from the Qdrant server" in done.stderr.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_serve_on_port_0_logs_the_address_it_listens_on(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
+    env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "secrets"))
+    metrics_port = _free_port()
+    env.update(HF_HUB_OFFLINE="1", DOCQUERY_LOG_FORMAT="json", DOCQUERY_METRICS_PORT=str(metrics_port))
+    cmd = [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    listening: list[str] = []
+    watchdog = threading.Timer(120, proc.kill)  # a serve that never says it ends the loop below, not the run
+    watchdog.start()
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            record = json.loads(line)
+            if record["message"].startswith("listening on "):
+                listening.append(record["message"])
+                assert record["level"] == "INFO"
+                break
+        assert listening, "serve never said where it listens"
+        port = int(listening[0].removeprefix("listening on http://127.0.0.1:").split(";")[0])
+        assert port != 0 and listening[0].endswith(f"; metrics on port {metrics_port}")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:  # it accepts there now
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert conn.recv(64).startswith(b"HTTP/1.1 200")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        watchdog.cancel()
+        proc.kill()
