@@ -261,7 +261,8 @@ class IngestSettings(_Section):
     chunk_overlap: int = Field(default=30, ge=0)
     """Tokens two neighbouring chunks share."""
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
-    """Largest file ingested; larger files are skipped and reported."""
+    """Largest file ingested, in bytes. A larger file is not read: it is reported as failed (`file too large`),
+    so the run exits 1, and a version already indexed stays."""
     max_expanded_bytes: int = Field(default=200 * 1024 * 1024, ge=1)
     """Most bytes a compressed file (DOCX, PDF streams) may expand to: the zip-bomb bound."""
     quarantine_flagged: bool = True

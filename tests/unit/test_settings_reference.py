@@ -35,3 +35,10 @@ def test_the_cli_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> Non
 def test_contract_links_the_reference() -> None:
     contract = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
     assert "(settings.md)" in contract
+
+
+def test_an_oversized_file_is_described_as_the_failure_ingest_reports() -> None:
+    # docs/contract.md and docs/ingestion.md: too large is a failure (exit 1), not a skip (exit 0).
+    description = next(f.description or "" for p, _, f in setting_fields() if p == "ingest.max_file_bytes")
+    assert "failed" in description and "exits 1" in description
+    assert "skipped" not in description
