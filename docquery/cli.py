@@ -32,7 +32,13 @@ from rich.markdown import Markdown
 
 from docquery.commands.config import register as register_config
 from docquery.config.settings import Settings, SettingsError, load_settings
-from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
+from docquery.core.collection import (
+    COLLECTION_NAME_RULE,
+    GROUP_PATTERN,
+    PUBLIC_GROUP,
+    is_valid_collection_name,
+    is_valid_group_name,
+)
 from docquery.core.domain import Answer, Principal
 from docquery.core.errors import (
     CollectionMissingError,
@@ -78,7 +84,22 @@ class UsageProblem(DocQueryError):
 
 
 def parse_groups(value: str | None) -> frozenset[str]:
-    return frozenset(g.strip() for g in (value or "").split(",") if g.strip())
+    """``--as-groups``: names as ``ingest --groups`` takes them (GROUP_PATTERN), so a typo such as 'a b'
+    is refused instead of quietly seeing nothing; none given is allowed (the caller sees nothing)."""
+    names = [g.strip() for g in (value or "").split(",") if g.strip()]
+    for i, name in enumerate(names, start=1):
+        # The value is not echoed: it is untrusted text on the terminal, as in ingest's message.
+        if name == PUBLIC_GROUP:
+            raise UsageProblem(f"--as-groups: {PUBLIC_GROUP!r} is a reserved label; every caller sees public documents")
+        if not is_valid_group_name(name):
+            raise UsageProblem(f"--as-groups: group {i} is not a valid group name (pattern {GROUP_PATTERN})")
+    return frozenset(names)
+
+
+def _question(value: str) -> str:
+    if not value.strip():
+        raise UsageProblem('the question is empty: give it as the first argument, e.g. docquery ask "What is ...?"')
+    return value
 
 
 def docquery_version() -> str:
@@ -114,6 +135,8 @@ def _empty(settings: Settings, collection: str, why: str) -> EmptyIndexError:
 
 
 def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    question = _question(args.question)
+    groups = parse_groups(args.as_groups)
     top_k = _top_k(args.top_k, settings)
     if args.collection is not None and not is_valid_collection_name(args.collection):
         raise UsageProblem(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
@@ -130,8 +153,8 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if components.index.count_chunks() == 0:
             raise _empty(settings, collection, "holds no documents")
-        principal = Principal(id="cli", groups=parse_groups(args.as_groups))
-        answer = asyncio.run(_answer_once(components, args.question, principal, top_k))
+        principal = Principal(id="cli", groups=groups)
+        answer = asyncio.run(_answer_once(components, question, principal, top_k))
     finally:
         components.close()
     if args.json:

@@ -40,6 +40,17 @@ def is_valid_collection_name(name: str) -> bool:
     return _COLLECTION_NAME.fullmatch(name) is not None
 
 
+# One pattern for every group name, from an ACL file, `ingest --groups` or `ask --as-groups`: a letter,
+# digit or "/" first (so never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``;
+# at most 128. Shared here so that `ask` cannot name a group that no document can carry.
+GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
+_GROUP = re.compile(GROUP_PATTERN)
+
+
+def is_valid_group_name(name: str) -> bool:
+    return _GROUP.fullmatch(name) is not None
+
+
 _ID_NAMESPACE = uuid.UUID("5b0c6c0e-8f3a-4f0e-9a59-1d3c0f6a2b71")
 META_POINT_ID = uuid.uuid5(_ID_NAMESPACE, "docquery:meta")
 

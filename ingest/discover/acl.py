@@ -29,7 +29,6 @@ while parsing, so an alias bomb costs one event), and a near-miss name such as
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from pathlib import Path
@@ -37,15 +36,11 @@ from typing import Any
 
 import yaml
 
-from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.collection import GROUP_PATTERN, PUBLIC_GROUP, is_valid_group_name
 from ingest.model import UsageError
 
 ACL_FILE = ".docquery-acl.yaml"
 MAX_ACL_BYTES = 16 * 1024
-# One pattern for every group name, from an ACL file or --groups: a letter, digit or "/" first (so
-# never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``; at most 128.
-GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
-_GROUP = re.compile(GROUP_PATTERN)
 _MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
 # A near-miss name is the ACL file's name spelled otherwise: these once case, compatibility forms,
 # punctuation and the suffixes below are folded away. A document that only mentions it ("DocQuery ACL
@@ -123,7 +118,7 @@ def normalise_groups(groups: list[Any], origin: str) -> tuple[str, ...]:
         name = group.strip()
         if name == PUBLIC_GROUP:
             raise UsageError(f"{origin}: {PUBLIC_GROUP!r} is a reserved label; use public: true / --public")
-        if not _GROUP.fullmatch(name):
+        if not is_valid_group_name(name):
             raise UsageError(f"{origin}: group {i} is not a valid group name (pattern {GROUP_PATTERN})")
         clean.add(name)
     return tuple(sorted(clean))
