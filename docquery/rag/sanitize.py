@@ -17,6 +17,7 @@ quote, nested brackets), so the text is parsed with a CommonMark parser
   that a GFM renderer would turn into a link is replaced (URL) or put in a
   code span (e-mail) unless its host is allowlisted, and so is the text of a
   ``javascript:``, ``vbscript:``, ``data:`` or ``file:`` URI;
+* control characters but tab and line feed are removed (a terminal obeys them);
 * ``[S1]``-style citation markers stay as they are when nothing after them
   could make them a link;
 * code (spans and fenced blocks) is the only raw content, and it stays code in
@@ -64,6 +65,10 @@ _CITE_FOLLOW = frozenset(" \t\n.,;")
 _BACKTICKS = re.compile(r"`+")
 _FENCE_INFO = re.compile(r"[A-Za-z0-9_+.-]{1,32}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# Control characters an answer never needs (all C0 and C1 but tab and line feed): a terminal obeys them
+# (`docquery ask` prints answers there; an escape sequence recolours or retitles it, a carriage return
+# overwrites what the line said), so they are removed before anything else.
+_ANSWER_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
 # Marks a piece that starts mid-line, so the parser does not read block syntax there (see render).
 _MIDLINE = "\u2063"
 # The output's last line is a closing fence (after container markers): text, escaped, has no run of
@@ -98,6 +103,8 @@ class Sanitizer:
 
     def render(self, text: str, *, at_line_start: bool = True) -> str:
         """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent."""
+        if _ANSWER_CONTROLS.search(text) is not None:
+            text = _ANSWER_CONTROLS.sub("", text)
         if inert(text):
             return text
         return self.render_parsed(text, at_line_start=at_line_start)

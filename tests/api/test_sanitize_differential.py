@@ -267,12 +267,38 @@ def test_markdown_formatting_and_citations_are_kept(text: str) -> None:
 
 @settings(max_examples=100, deadline=None, database=None)
 @given(
-    text=st.text(alphabet=st.characters(blacklist_characters="[]<>!:@\\`&", blacklist_categories=("Cs",))),
+    text=st.text(alphabet=st.characters(blacklist_characters="[]<>!:@\\`&", blacklist_categories=("Cs", "Cc"))),
     cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
 )
 def test_plain_text_passes_unchanged(text: str, cuts: list[int]) -> None:
     if "www." not in text.lower():
         assert stream(text, [c % (len(text) + 1) for c in cuts]) == text
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(
+    text=st.text(alphabet=st.characters(max_codepoint=0x2FF, blacklist_categories=("Cs",)), max_size=80),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+    allow=st.sampled_from([(), ALLOW]),
+)
+def test_no_control_character_but_tab_and_newline_reaches_a_terminal(
+    text: str, cuts: list[int], allow: tuple[str, ...]
+) -> None:
+    """`docquery ask` prints answers on a terminal, which obeys escape sequences and carriage returns."""
+    for out in (Sanitizer(allow)(text), stream(text, [c % (len(text) + 1) for c in cuts], allow)):
+        assert not [c for c in out if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+
+
+@pytest.mark.parametrize(
+    "seq", ["\x1b]52;c;aGk=\x07", "\x1b[31m", "\x1b[2J", "\x9b31m", "\r", "\x00", "\x1bP+q\x1b\\", "\x08" * 5]
+)
+def test_terminal_sequences_in_an_answer_are_removed(seq: str) -> None:
+    text = f"The limit is 30 days{seq} [S1]."
+    for out in (Sanitizer()(text), stream(text, list(range(len(text))))):
+        assert out.startswith("The limit is 30 days") and out.endswith(" [S1].")
+        # What is left of a sequence is its printable tail, as inert text ("[31m" becomes "\[31m").
+        assert not [c for c in out if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
+        assert not violations(out)
 
 
 # -- streaming: nothing stalls ----------------------------------------------------------
