@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             marker = _MARKER_OF_FIXTURE.get(fixture)
             if marker is not None:
                 item.add_marker(marker)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """A test that runs ``main()`` in-process configures the root and uvicorn loggers
+    (docquery/runtime/logs.py); they are put back after it, so no later test logs through its handler
+    (audit lines reached the suite's own output) or depends on its format (the parse process logs in it)."""
+    loggers = [logging.getLogger(name) for name in ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    yield
+    for lg, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.propagate = propagate
 
 
 @pytest.fixture(autouse=True)
