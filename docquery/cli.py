@@ -96,9 +96,12 @@ def parse_groups(value: str | None) -> frozenset[str]:
     return frozenset(names)
 
 
-def _question(value: str) -> str:
+def _question(value: str, settings: Settings) -> str:
     if not value.strip():
         raise UsageProblem('the question is empty: give it as the first argument, e.g. docquery ask "What is ...?"')
+    limit = settings.api.max_question_chars  # the API's bound: `ask` answers what the service would
+    if len(value) > limit:
+        raise UsageProblem(f"the question is longer than {limit} characters (DOCQUERY_API__MAX_QUESTION_CHARS)")
     return value
 
 
@@ -135,7 +138,7 @@ def _empty(settings: Settings, collection: str, why: str) -> EmptyIndexError:
 
 
 def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
-    question = _question(args.question)
+    question = _question(args.question, settings)
     groups = parse_groups(args.as_groups)
     top_k = _top_k(args.top_k, settings)
     if args.collection is not None and not is_valid_collection_name(args.collection):

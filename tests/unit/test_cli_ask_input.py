@@ -52,6 +52,29 @@ def test_an_empty_question_is_refused(data_dir: Path, capsys: pytest.CaptureFixt
     assert not data_dir.exists()
 
 
+# (question length, DOCQUERY_API__MAX_QUESTION_CHARS or None for the default 2000, refused)
+QUESTION_BOUNDS = [(2001, None, True), (2000, None, False), (11, "10", True), (10, "10", False)]
+
+
+@pytest.mark.parametrize("case", QUESTION_BOUNDS)
+def test_a_question_past_the_apis_bound_is_refused(
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[int, str | None, bool],
+) -> None:
+    """`ask` answers what the service would, so it takes the API's bound (a new user asked 3,000 characters)."""
+    length, limit, refused = case
+    if limit is not None:
+        monkeypatch.setenv("DOCQUERY_API__MAX_QUESTION_CHARS", limit)
+    code = main(["ask", "q" * length, "--as-groups", "staff"])
+    line = _one_line(capsys)
+    if refused:
+        assert code == EXIT_USAGE and "the question is longer than" in line and "q" * 10 not in line
+    else:
+        assert code == 4 and "the index is empty" in line  # past the check: nothing is indexed here
+
+
 @pytest.mark.parametrize("groups", ["", "staff", "staff, hr", "staff,,hr", "cn=hr,ou=x", "/org/hr", "a@b.c"])
 def test_valid_groups_get_past_the_check(data_dir: Path, capsys: pytest.CaptureFixture[str], groups: str) -> None:
     # "cn=hr,ou=x" is two names after the comma split, both valid. Nothing is indexed: exit 4, the index is empty.
