@@ -114,7 +114,7 @@ class _Sections:
         self.flush()
         while self.path and self.path[-1][0] >= level:
             self.path.pop()
-        self.path.append((level, text[:MAX_HEADING_CHARS]))
+        self.path.append((level, text))  # cut by heading_path
 
     def paragraph(self, para: Any) -> None:
         parts: list[str] = []

@@ -27,24 +27,21 @@ class HiddenRuns:
 
     def hidden(self, run: Any, para: Any) -> bool:
         for what, test in _TESTS.items():
-            direct = test(run.font)
-            if direct is not None:
-                if direct:
-                    return True
-                continue
-            inherited = self._style_chain(_char_style(run), what, test)
-            if inherited is None:
-                inherited = self._style_chain(para.style, what, test)
-            if inherited:
+            # Direct formatting first, then the character style's chain, then the paragraph style's.
+            answer = test(run.font)
+            if answer is None:
+                answer = self._style_chain(_char_style(run), what, test)
+            if answer is None:
+                answer = self._style_chain(para.style, what, test)
+            if answer:
                 return True
         return False
 
     def _style_chain(self, style: Any, what: str, test: Callable[[Any], bool | None]) -> bool | None:
         """The first answer along ``style``'s based-on chain; None if no style there says."""
-        first = style
-        key = (what, str(getattr(first, "style_id", None)))
-        if first is None:
+        if style is None:
             return None
+        key = (what, str(style.style_id))
         if key in self._styles:
             return self._styles[key]
         found: bool | None = None

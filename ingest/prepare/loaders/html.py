@@ -79,7 +79,7 @@ class _Builder:
                 level = _HEADINGS[name]
                 while self.path and self.path[-1][0] >= level:
                     self.path.pop()
-                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")[:MAX_HEADING_CHARS]))
+                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")))  # cut by heading_path
                 continue
             block = name in _BLOCK
             if block:

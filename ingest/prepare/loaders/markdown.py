@@ -146,7 +146,7 @@ def split_sections(text: str) -> list[tuple[list[str], str, int]]:
             level, title = heading
             while path and path[-1][0] >= level:
                 path.pop()
-            path.append((level, title[:MAX_HEADING_CHARS]))
+            path.append((level, title))  # cut by heading_path
             continue
         buf.append(line)
     flush()
