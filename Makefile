@@ -7,20 +7,30 @@ STAMP := $(VENV)/.installed
 DEMO_DIR := .docquery/demo
 DEMO_Q ?= How many days do I have to submit an expense report?
 
-.PHONY: setup demo test lint typecheck imports unit lock clean
+.PHONY: setup bench-setup demo test lint typecheck imports unit lock clean
 
-# Installs exactly the hash-locked set (requirements/dev.txt: runtime + dev, torch's CPU build from
-# /opt/wheels), then the project itself, without resolving anything (docs/dependencies.md); pip check
-# then proves the set complete.
+# torch's CPU wheel is not on PyPI. Where this kind of machine keeps it on disk it comes from there;
+# anywhere else from the PyTorch CPU index. Either way the lock's hash decides which file is accepted.
+TORCH_WHEELS := /opt/wheels
+TORCH_SOURCE := $(if $(wildcard $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),,--extra-index-url https://download.pytorch.org/whl/cpu)
+PIP_INSTALL = $(BIN)/python -m pip install -q --require-hashes --no-deps $(TORCH_SOURCE)
+
+# Installs exactly the hash-locked set (requirements/dev.txt: runtime + dev, torch's CPU build), then the
+# project itself, without resolving anything (docs/dependencies.md); pip check then proves the set complete.
 $(STAMP): requirements/dev.txt pyproject.toml scripts/setup-tools.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements/dev.txt
+	$(PIP_INSTALL) -r requirements/dev.txt
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	bash scripts/setup-tools.sh
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# The benchmarks' own extras (matplotlib, the llama-index comparison, pyinstrument): never part of `make setup`.
+bench-setup: $(STAMP)
+	$(PIP_INSTALL) -r requirements/bench.txt
+	$(BIN)/python -m pip check
 
 demo: $(STAMP)
 	rm -rf $(DEMO_DIR)
@@ -48,13 +58,15 @@ unit: $(STAMP)
 
 # Regenerates the hash-locked sets from pyproject.toml; pins already in them are kept unless
 # UPGRADE="--upgrade" (or --upgrade-package NAME) is given. Needs PyPI and /opt/wheels.
-# runtime.txt is resolved within dev.txt (its pins and its --find-links), so the two never disagree.
+# runtime.txt and bench.txt are resolved within dev.txt (its pins and its --find-links), so none disagree.
 LOCK_FLAGS = --constraint requirements/constraints.txt --emit-find-links --generate-hashes \
 	--python-version 3.11.7 --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" -q
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --find-links /opt/wheels $(LOCK_FLAGS) $(UPGRADE) \
 		-o requirements/dev.txt
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) --constraint requirements/dev.txt -o requirements/runtime.txt
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra bench --find-links /opt/wheels $(LOCK_FLAGS) \
+		--constraint requirements/dev.txt -o requirements/bench.txt
 
 clean:
 	rm -rf $(VENV) .venv-tools .docquery .pytest_cache .mypy_cache .ruff_cache
