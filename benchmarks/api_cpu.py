@@ -3,13 +3,13 @@
 The real app (``create_app``: middleware, body limit, auth with a real hashed API key, rate and
 failed-auth limiters, LLM share, routes, sanitiser, audit chain, JSON logs to /dev/null) on an
 embedded Edge index of a few hundred chunks, driven through ``httpx.ASGITransport``. The embedder
-is the hash fake on the event loop and the generator answers at once with the vLLM stand-in's
-default reply, so what is counted is the per-request work of the service itself. CPU is
+counts the benchmark's own words on the event loop and the generator answers at once with a fixed
+reply holding a citation marker, so what is counted is the per-request work of the service itself. CPU is
 ``time.process_time`` over the timed requests (steadier than wall time on a shared machine);
 ``--profile`` prints a cProfile of one round instead.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/api_cpu.py --requests 2000 --rounds 5
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/api_cpu.py --profile --requests 2000
+    .venv/bin/python -m benchmarks.api_cpu --requests 2000 --rounds 5
+    .venv/bin/python -m benchmarks.api_cpu --profile --requests 2000
 """
 
 from __future__ import annotations
@@ -30,31 +30,49 @@ import tempfile
 import time
 import timeit
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Literal
 
 import httpx
+import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from docquery.api.app import create_app  # noqa: E402
-from docquery.api.audit import AuditLog  # noqa: E402
-from docquery.api.fairshare import LlmShare  # noqa: E402
-from docquery.api.limits import AuthFailureLimiter, RateLimiter  # noqa: E402
-from docquery.config.settings import Settings  # noqa: E402
-from docquery.core.domain import Chunk, IndexedChunk, Prompt  # noqa: E402
-from docquery.index import open_edge  # noqa: E402
-from docquery.rag.sanitize import Sanitizer  # noqa: E402
-from docquery.rag.sanitize_stream import StreamSanitizer  # noqa: E402
-from docquery.runtime.logs import configure_logging  # noqa: E402
-from docquery.wiring import build_components  # noqa: E402
-from tests.support.fakes import AsyncHashEmbedder  # noqa: E402
-from tests.support.standins.openai_server import DEFAULT_REPLY  # noqa: E402
+from docquery.api.app import create_app
+from docquery.api.audit import AuditLog
+from docquery.api.fairshare import LlmShare
+from docquery.api.limits import AuthFailureLimiter, RateLimiter
+from docquery.config.settings import Settings
+from docquery.core.domain import Chunk, IndexedChunk, Prompt
+from docquery.index import open_edge
+from docquery.rag.sanitize import Sanitizer
+from docquery.rag.sanitize_stream import StreamSanitizer
+from docquery.runtime.logs import configure_logging
+from docquery.wiring import build_components
 
 TOKEN = "bench-api-key-0123456789"  # noqa: S105 (the benchmark's own throwaway key)
 WORDS = ["policy", "leave", "salary", "budget", "contract", "security", "laptop", "travel", "bonus", "audit"]
+# The vLLM stand-in's default reply, as its stream splits it: a citation marker sends the answer through the parser.
+DEFAULT_REPLY = ["The answer ", "is in the ", "documents ", "[S1]."]
+
+
+class WordCountEmbedder:
+    """One dimension per benchmark word: texts that share words score close, at no model cost, on the event loop."""
+
+    model_id = "bench/word-count"
+    dimension = len(WORDS)
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        counts = np.array([[text.count(word) for word in WORDS] for text in texts], dtype=np.float32) + 1e-3
+        return (counts / np.linalg.norm(counts, axis=1, keepdims=True)).tolist()
+
+    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        return self.embed(texts, query=query)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 class InstantGenerator:
@@ -91,7 +109,7 @@ def build(tmp: Path, chunks: int) -> tuple[object, object]:
         retrieval={"min_dense_score": 0.0},
         api={"rate_limit_per_minute": 10**9, "rate_limit_burst": 10**9},
     )
-    embedder = AsyncHashEmbedder(dimension=64)
+    embedder = WordCountEmbedder()
     index = open_edge(tmp / "index", name="bench", model_id=embedder.model_id, dimension=embedder.dimension)
     rng = random.Random(7)
     items = []

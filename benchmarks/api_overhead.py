@@ -5,7 +5,7 @@ Setup (all on 127.0.0.1, all real processes):
 * the vLLM stand-in (tests/support/standins/openai_server.py; not vLLM) with a fixed
   delay before the first token, serving chat completions and embeddings;
 * 10,000 chunks written into an embedded Edge collection, with the stand-in's
-  own deterministic vectors (so the service's remote embedder agrees);
+  own deterministic vectors from its /v1/embeddings (so the service's remote embedder agrees);
 * ``docquery serve`` as a real uvicorn server process, with API-key auth,
   the remote embedder and the OpenAI-compatible generator pointed at the
   stand-in, rate limits raised out of the way, audit/access logs on (to a file).
@@ -17,8 +17,9 @@ stack and the client. Streaming TTFT overhead = time to the first ``delta``
 event through the service - the stand-in's own time to first token measured
 directly against it.
 
-    .venv/bin/python benchmarks/api_overhead.py            # full run, appends to docs/benchmarks.md
-    .venv/bin/python benchmarks/api_overhead.py --quick    # smoke run, prints only
+    .venv/bin/python -m benchmarks.api_overhead                      # full run, prints the tables
+    .venv/bin/python -m benchmarks.api_overhead --llm-delay 0.5 --levels 32   # the target row
+    .venv/bin/python -m benchmarks.api_overhead --quick              # smoke run
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_timing, ttft_overheads
+from docquery.core.collection import chunk_point_id
+from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.index import open_edge
 
-from benchmarks.wire_timing import LoopbackCapture, Segment, exchanges, parse_timing, ttft_overheads  # noqa: E402
-from docquery.core.collection import chunk_point_id  # noqa: E402
-from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk  # noqa: E402
-from docquery.index import open_edge  # noqa: E402
-from tests.support.standins.openai_server import hash_vector  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+# The vLLM stand-in is a test support program, run here as a process (never imported by the benchmarks).
+STANDIN = ROOT / "tests" / "support" / "standins" / "openai_server.py"
 
 DIM = 384
 EMBED_MODEL = "standin-embed"
@@ -85,28 +86,47 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ingest(data_dir: Path, n_chunks: int, rng: random.Random) -> float:
+def embed_via(llm_base: str, texts: list[str]) -> list[list[float]]:
+    """The corpus's vectors from the stand-in's own /v1/embeddings, so that questions the service embeds there match."""
+    response = httpx.post(
+        f"{llm_base}/embeddings",
+        json={"model": EMBED_MODEL, "input": texts},
+        headers={"Authorization": f"Bearer {LLM_KEY}"},
+        timeout=60,
+    )
+    response.raise_for_status()
+    return [item["embedding"] for item in sorted(response.json()["data"], key=lambda item: item["index"])]
+
+
+def ingest(data_dir: Path, n_chunks: int, rng: random.Random, llm_base: str) -> float:
     t0 = time.perf_counter()
     index = open_edge(data_dir / "collections" / "docquery", name="docquery", model_id=EMBED_MODEL, dimension=DIM)
     per_doc = 10
-    batch: list[IndexedChunk] = []
+    pending: list[Chunk] = []
+
+    def flush() -> None:
+        vectors = embed_via(llm_base, [chunk.text for chunk in pending])
+        index.upsert([IndexedChunk(chunk=chunk, dense=vector) for chunk, vector in zip(pending, vectors, strict=True)])
+        pending.clear()
+
     for d in range(n_chunks // per_doc):
         doc_id = f"doc{d:05d}"
         group = "bench" if d % 2 == 0 else "other"
         sha = hashlib.sha256(doc_id.encode()).hexdigest()
         for i in range(per_doc):
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + "."
-            chunk = Chunk(
-                id=chunk_point_id(doc_id, sha, i),
-                doc_id=doc_id,
-                source=f"{doc_id}.md",
-                title=doc_id,
-                chunk_index=i,
-                text=text,
-                content_sha256=sha,
-                acl_groups=(group,),
+            pending.append(
+                Chunk(
+                    id=chunk_point_id(doc_id, sha, i),
+                    doc_id=doc_id,
+                    source=f"{doc_id}.md",
+                    title=doc_id,
+                    chunk_index=i,
+                    text=text,
+                    content_sha256=sha,
+                    acl_groups=(group,),
+                )
             )
-            batch.append(IndexedChunk(chunk=chunk, dense=hash_vector(text, DIM)))
         index.put_document(
             DocumentRecord(
                 doc_id=doc_id,
@@ -118,10 +138,10 @@ def ingest(data_dir: Path, n_chunks: int, rng: random.Random) -> float:
                 title=doc_id,
             )
         )
-        if len(batch) >= 1000:
-            index.upsert(batch)
-            batch = []
-    index.upsert(batch)
+        if len(pending) >= 1000:
+            flush()
+    if pending:
+        flush()
     index.optimize()  # as `docquery ingest` does at the end of a run
     index.close()
     return time.perf_counter() - t0
@@ -310,7 +330,6 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) ->
 def service_env(work: Path, secrets: Path, llm_base: str, metrics_port: int) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")},
-        "PYTHONPATH": str(ROOT),
         "DOCQUERY_DATA_DIR": str(work / "data"),
         "DOCQUERY_SECRETS_DIR": str(secrets),
         "DOCQUERY_EMBEDDER__KIND": "openai",
@@ -339,11 +358,11 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--requests", type=int, default=600, help="requests per concurrency level (upper bound)")
     ap.add_argument("--max-seconds", type=float, default=20.0, help="time bound per concurrency level")
     ap.add_argument("--ttft-samples", type=int, default=100)
-    ap.add_argument("--quick", action="store_true", help="small smoke run; does not write docs")
+    ap.add_argument("--quick", action="store_true", help="small smoke run")
     ap.add_argument(
         "--levels", nargs="+", default=None, help='only these rows of the plan, e.g. "32" (before/after runs)'
     )
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    ap.add_argument("--out", type=Path, default=None, help="also append the tables to this Markdown file")
     args = ap.parse_args()
     if args.quick:
         args.chunks, args.requests, args.max_seconds, args.ttft_samples = 1000, 100, 5.0, 20
@@ -362,7 +381,7 @@ def write_secrets(work: Path) -> Path:
 
 
 def start_standin(delay: float) -> tuple[subprocess.Popen[bytes], str]:
-    cmd = [sys.executable, "-m", "tests.support.standins.openai_server", "--port", "0", "--delay", str(delay)]
+    cmd = [sys.executable, str(STANDIN), "--port", "0", "--delay", str(delay)]
     cmd += ["--api-key", LLM_KEY, "--dim", str(DIM), "--chunks", "8"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE)
     assert proc.stdout is not None
@@ -403,7 +422,7 @@ def measure(args: argparse.Namespace, delay: float, rng: random.Random) -> Run:
     service: subprocess.Popen[bytes] | None = None
     try:
         print(f"stand-in LLM at {llm_base} (delay {delay * 1000:.0f} ms)", flush=True)
-        print(f"ingested {args.chunks} chunks in {ingest(work / 'data', args.chunks, rng):.1f} s", flush=True)
+        print(f"ingested {args.chunks} chunks in {ingest(work / 'data', args.chunks, rng, llm_base):.1f} s", flush=True)
         service, port, metrics_port = start_service(work, secrets, llm_base)
         rss_idle = rss_kib(service.pid)[0]
         print(f"service pid {service.pid} on port {port}, idle RSS {rss_idle / 1024:.0f} MiB", flush=True)
@@ -454,7 +473,7 @@ def main() -> int:
     runs = [measure(args, delay, rng) for delay in args.llm_delay]
     table = render(args, runs)
     print(table)
-    if not args.quick:
+    if args.out is not None:
         write_section(args.out, table)
         print(f"written to {args.out}")
     return 0

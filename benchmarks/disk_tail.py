@@ -1,6 +1,6 @@
 """How long a read that misses the page cache waits on this machine's disk, now.
 
-    .venv/bin/python benchmarks/disk_tail.py FILE [--seconds 10]
+    .venv/bin/python -m benchmarks.disk_tail FILE [--seconds 10]
 
 One read at a time, 4 KiB at a random aligned offset of FILE, with ``O_DIRECT`` so that the page
 cache answers none of them: what a major page fault on a segment file waits for. A query that
@@ -18,11 +18,8 @@ import json
 import mmap
 import os
 import random
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.synthetic import percentile
 

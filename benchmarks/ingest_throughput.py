@@ -24,7 +24,10 @@ rounds only. The machine's load average and the process's CPU seconds are record
 measurement: on this shared VM the same raw run has taken from 39 to 73 CPU seconds on one day,
 without any steal time, so single rounds swing by +-10 % and more, and the default is 7 rounds.
 
-    .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 7] [--json out.json]
+    .venv/bin/python -m benchmarks.ingest_throughput SCIFACT_DIR [--docs 1000] [--rounds 7] [--json out.json]
+
+SCIFACT_DIR is a BEIR-layout SciFact folder (``corpus.jsonl``), or ``$DOCQUERY_SCIFACT_DIR`` when omitted.
+(3) needs the ``bench`` extra (``make bench-setup``).
 """
 
 from __future__ import annotations
@@ -43,11 +46,6 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
 
 
 def cpu_s() -> float:
@@ -101,13 +99,13 @@ def cli_ingest_peak_rss(root: Path, data: Path) -> dict[str, float]:
     return {"rss_mb": peak, "tree_rss_mb": tree_peak, "seconds": s, "chunks": report["chunks_written"]}
 
 
-def write_corpus(root: Path, n: int) -> int:
+def write_corpus(corpus: Path, root: Path, n: int) -> int:
     from ingest.discover.acl import ACL_FILE
 
     root.mkdir(parents=True)
     (root / ACL_FILE).write_text("groups: [research]\n", encoding="utf-8")
     count = 0
-    with CORPUS.open(encoding="utf-8") as fh:
+    with corpus.open(encoding="utf-8") as fh:
         for line in fh:
             if count >= n:
                 break
@@ -393,13 +391,21 @@ def run_rounds(
     return rounds, settings
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scifact", type=Path, nargs="?", default=os.environ.get("DOCQUERY_SCIFACT_DIR"))
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--extra-rounds", type=int, default=1, help="rounds that also run (3b) and (3c)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    if args.scifact is None or not (Path(args.scifact) / "corpus.jsonl").is_file():
+        ap.error("give a SciFact folder holding corpus.jsonl (or set DOCQUERY_SCIFACT_DIR)")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
 
     from docquery.config.settings import Settings
     from docquery.runtime.malloc import tune_for_bulk_embedding
@@ -412,7 +418,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
     root = tmp / "corpus"
-    n_docs = write_corpus(root, args.docs)
+    n_docs = write_corpus(Path(args.scifact) / "corpus.jsonl", root, args.docs)
     t0 = time.perf_counter()
     embedder = LocalEmbedder()
     embedder.embed(["warm up the model"] * 8)

@@ -7,8 +7,8 @@ with the ACL filter in place. Vectors are random unit 384-d; text is drawn from 
 vocabulary (Zipf, head cut) so BM25 has realistic posting lists; each chunk belongs to one of
 10 ACL groups, and 1 in 20 is public.
 
-    .venv/bin/python benchmarks/scale.py --chunks 100000 --json
-    .venv/bin/python benchmarks/scale.py --chunks 100000 --qdrant-url http://localhost:6333
+    .venv/bin/python -m benchmarks.scale --chunks 100000 --json
+    .venv/bin/python -m benchmarks.scale --chunks 100000 --qdrant-url http://localhost:6333
 
 With ``--json`` the last line is one JSON object; ``benchmarks/scale_plot.py`` draws the curves
 from a file of such lines. The embedded run builds in a temporary directory and removes it; a
@@ -43,8 +43,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import SecretStr
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.disk_tail import largest_file, probe
 from benchmarks.synthetic import DIM, TextMaker, percentile, synthetic_chunk, unit_vectors
@@ -283,7 +281,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="docquery-scale-"))
     client: Any = None
     name = f"docquery-scale-{uuid.uuid4().hex[:8]}"
-    # --keep: the collection stays, as a data dir DocQuery can open (benchmarks/scale_incremental.py).
+    # --keep: the collection stays, as a data dir DocQuery can open (an incremental `docquery ingest` into it).
     shard = args.keep / "collections" / "scale" if args.keep else tmp / "shard"
     try:
         if args.qdrant_url:

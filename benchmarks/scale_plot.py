@@ -1,8 +1,8 @@
 """Draw the scale curves (latency, recall, memory, build time against N) from scale.py's JSON lines.
 
-    .venv/bin/python benchmarks/scale_plot.py results.jsonl --out docs/img/scale
+    .venv/bin/python -m benchmarks.scale_plot results.jsonl --out docs/img/scale
 
-    .venv/bin/python benchmarks/scale_plot.py results.jsonl --since 2026-12-03 --out docs/img/scale
+    .venv/bin/python -m benchmarks.scale_plot results.jsonl --since 2026-12-03 --out docs/img/scale
 
 Each input line is the last line of one ``benchmarks/scale.py --json`` run. Each curve joins the
 medians of each N's runs (``--since``: only runs on or after that date, say since a machine changed),

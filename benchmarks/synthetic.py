@@ -1,4 +1,4 @@
-"""The synthetic corpus the search benchmarks share (``scale.py``, ``search_latency.py``).
+"""The synthetic corpus the scale benchmark draws (``scale.py``; its tests pin the draws).
 
 Random unit vectors, and chunk text drawn from a random vocabulary, Zipf-like with its 50
 most frequent ranks cut (BM25 drops stopwords, and random letter strings are not on its list,

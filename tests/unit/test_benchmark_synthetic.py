@@ -1,7 +1,7 @@
 """The shared synthetic corpus (benchmarks/synthetic.py) generates what each benchmark generated before it.
 
-The digests were taken from ``scale.py`` and ``search_latency.py`` as they were before the
-shared module existed (each with its own copy of the generator), for seed 42, 4,500 chunks
+The digest was taken from ``scale.py`` as it was before the shared module existed (with its own copy
+of the generator), for seed 42, 4,500 chunks
 (past one 2,000-chunk write batch) and 150 queries. A changed draw order, vocabulary, Zipf
 weight, ACL group or chunk field changes a digest, and the benchmark figures recorded in
 docs/benchmarks.md would then no longer be comparable with new runs.
@@ -14,15 +14,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks import scale, search_latency
-from benchmarks.synthetic import GROUPS, TextMaker, group_of, percentile
+from benchmarks import scale
+from benchmarks.synthetic import TextMaker, group_of, percentile
 from docquery.core.collection import PUBLIC_GROUP
 from docquery.core.domain import IndexedChunk
 from docquery.index.engine import Stats
 
 CHUNKS, QUERIES, SEED = 4500, 150, 42
 SCALE_SHA256 = "d3c6e8220a5f24214262186e15886aa9a98a5a09a9085bbb9c39d926cc55bf6c"
-SEARCH_LATENCY_SHA256 = "ebc9d99f332258106ec36e7b8b969441201d91ab6351cdd51738c03bfd820d78"
 
 
 class Recorder:
@@ -61,16 +60,6 @@ def test_scale_corpus_is_unchanged() -> None:
     digest = rec.add_queries(scale.unit_vectors(rng, QUERIES), text.texts(QUERIES, 3, 9))
     assert rec.written == CHUNKS
     assert digest == SCALE_SHA256
-
-
-def test_search_latency_corpus_is_unchanged() -> None:
-    rng = np.random.default_rng(SEED)
-    text = TextMaker(rng, 20_000)
-    rec = Recorder()
-    search_latency.build(rec, CHUNKS, GROUPS, rng, text)
-    digest = rec.add_queries(*search_latency.make_queries(rng, text, QUERIES))
-    assert rec.written == CHUNKS
-    assert digest == SEARCH_LATENCY_SHA256
 
 
 def test_groups_and_percentiles() -> None:

@@ -1,0 +1,1 @@
+"""Maintained benchmarks; run each from the repository root as ``python -m benchmarks.NAME`` (docs/benchmarks.md)."""
