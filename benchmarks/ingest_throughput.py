@@ -26,7 +26,7 @@ without any steal time, so single rounds swing by +-10 % and more, and the defau
 
     .venv/bin/python -m benchmarks.ingest_throughput SCIFACT_DIR [--docs 1000] [--rounds 7] [--json out.json]
 
-SCIFACT_DIR is a BEIR-layout SciFact folder (``corpus.jsonl``), or ``$DOCQUERY_SCIFACT_DIR`` when omitted.
+SCIFACT_DIR is a BEIR-layout SciFact folder (``corpus.jsonl``), or ``$SCIFACT_DIR`` when omitted.
 (3) needs the ``bench`` extra (``make bench-setup``).
 """
 
@@ -393,14 +393,14 @@ def run_rounds(
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scifact", type=Path, nargs="?", default=os.environ.get("DOCQUERY_SCIFACT_DIR"))
+    ap.add_argument("scifact", type=Path, nargs="?", default=os.environ.get("SCIFACT_DIR"))
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--extra-rounds", type=int, default=1, help="rounds that also run (3b) and (3c)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     if args.scifact is None or not (Path(args.scifact) / "corpus.jsonl").is_file():
-        ap.error("give a SciFact folder holding corpus.jsonl (or set DOCQUERY_SCIFACT_DIR)")
+        ap.error("give a SciFact folder holding corpus.jsonl (or set SCIFACT_DIR)")
     return args
 
 
