@@ -7,7 +7,7 @@ starts at one when it starts the document or follows a paragraph break or a sent
 (``.``, ``!`` or ``?``, then optional closing quotes or brackets, then whitespace); it ends at one
 when its last non-bracket character is such a sentence end, or the document or paragraph ends.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/chunk_sentences.py /work/shared/data/scifact --json
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/chunk_sentences.py $SCIFACT_DIR --json
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ rounds only. The machine's load average and the process's CPU seconds are record
 measurement: on this shared VM the same raw run has taken from 39 to 73 CPU seconds on one day,
 without any steal time, so single rounds swing by +-10 % and more, and the default is 7 rounds.
 
-    .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 7] [--json out.json]
+    SCIFACT_DIR=DIR .venv/bin/python benchmarks/ingest_throughput.py [--docs 1000] [--rounds 7] [--json out.json]
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
+# The full BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/): tests/data/scifact/README.md says where from.
+SCIFACT_DIR = os.environ.get("SCIFACT_DIR", "")
+CORPUS = Path(SCIFACT_DIR) / "corpus.jsonl"
 
 
 def cpu_s() -> float:
@@ -106,6 +108,8 @@ def write_corpus(root: Path, n: int) -> int:
 
     root.mkdir(parents=True)
     (root / ACL_FILE).write_text("groups: [research]\n", encoding="utf-8")
+    if not (SCIFACT_DIR and CORPUS.is_file()):
+        raise SystemExit("set SCIFACT_DIR to the folder holding SciFact's corpus.jsonl (tests/data/scifact/README.md)")
     count = 0
     with CORPUS.open(encoding="utf-8") as fh:
         for line in fh:

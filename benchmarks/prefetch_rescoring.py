@@ -13,9 +13,9 @@ on the original vectors; ``IndexTuning.rescoring`` now rescores 100, since the t
   ``QdrantIndex.search``, the two rules alternated block by block in one process; prints wall and
   CPU p50/p99 per caller and the share of the top 10 both rules agree on.
 
-    .venv/bin/python benchmarks/prefetch_rescoring.py scifact /work/shared/data/scifact --split train \\
+    .venv/bin/python benchmarks/prefetch_rescoring.py scifact $SCIFACT_DIR --split train \\
         --cache /tmp/dq-eval-cache
-    .venv/bin/python benchmarks/prefetch_rescoring.py latency /work/scale1m/keep --queries 600
+    .venv/bin/python benchmarks/prefetch_rescoring.py latency /tmp/scale1m/keep --queries 600
 """
 
 from __future__ import annotations

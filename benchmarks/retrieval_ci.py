@@ -5,7 +5,7 @@ and, for a paired comparison, the same with one chunk per document (``--whole-do
 queries are resampled with replacement; each resample's mean gives the interval, and the same
 resamples give the paired difference of the two setups. Figures in docs/benchmarks.md.
 
-    .venv/bin/python benchmarks/retrieval_ci.py /work/shared/data/scifact --split test --mode hybrid \\
+    .venv/bin/python benchmarks/retrieval_ci.py $SCIFACT_DIR --split test --mode hybrid \\
         --cache /tmp/dq-eval-cache --target 0.735
 """
 

@@ -15,7 +15,7 @@ Edge and qdrant-client local mode agree on RRF and DBSF
 these formulas. The chosen setting is then re-measured end to end with
 ``docquery eval retrieval`` (docs/benchmarks.md).
 
-    .venv/bin/python benchmarks/retrieval_eval.py /work/shared/data/scifact \\
+    .venv/bin/python benchmarks/retrieval_eval.py $SCIFACT_DIR \\
         --split train --cache /tmp/dq-eval-cache
 """
 
