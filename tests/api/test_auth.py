@@ -204,6 +204,7 @@ def test_serve_exits_2_in_prod_without_auth(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(secrets))
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "0")  # 9464 may be held by a running `docquery serve`
     assert cli_main(["serve", "--port", "0"]) == 2
 
 

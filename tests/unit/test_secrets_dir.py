@@ -95,6 +95,7 @@ def test_serve_prints_one_line_and_exits_2(
     monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(make(tmp_path)))
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "0")  # 9464 may be held by a running `docquery serve`
     assert cli_main(["serve", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
