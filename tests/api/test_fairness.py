@@ -54,6 +54,7 @@ def _body(endpoint: str, stream: bool, follow_up: bool) -> dict[str, Any]:
     return {"model": "docquery", "messages": messages, "stream": stream}
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 @pytest.mark.parametrize(
     "case", list(itertools.product(["/v1/query", "/v1/chat/completions"], [False, True], [False, True]))
 )

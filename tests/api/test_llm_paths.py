@@ -131,6 +131,7 @@ def test_upstream_429_is_503_with_retry_after(h: Harness, server: StandInOpenAIS
     assert r.status_code == 503 and r.headers["retry-after"] == "9"
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_llm_down_is_a_clean_503(h: Harness, swap: Any) -> None:
     dead = StandInOpenAIServer()
     dead.start()
@@ -147,6 +148,7 @@ def test_llm_down_is_a_clean_503(h: Harness, swap: Any) -> None:
     assert r.status_code == 503
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_slow_llm_times_out_with_503(h: Harness, server: StandInOpenAIServer, swap: Any) -> None:
     swap(llm_generator(server, read_timeout_s=0.3))
     server.config.first_token_delay_s = 2.0

@@ -84,6 +84,7 @@ def test_prod_names_the_dir_and_what_is_wrong(tmp_path: Path, make: Callable[[Pa
     assert "\n" not in message
 
 
+@pytest.mark.slow  # serve binds its API port
 @pytest.mark.parametrize(("make", "problem"), CASES)
 def test_serve_prints_one_line_and_exits_2(
     tmp_path: Path,

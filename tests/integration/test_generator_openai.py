@@ -150,6 +150,7 @@ def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
     assert standin.stats.chat_calls == 1  # the partial answer was not re-requested
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) -> None:
     standin.config.first_token_delay_s = 3.0
 
@@ -160,6 +161,7 @@ def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) ->
     assert time.monotonic() - t0 < 2.0
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_total_deadline_bounds_a_trickling_stream(standin: StandInOpenAIServer) -> None:
     standin.config.reply = [f"t{i} " for i in range(50)]
     standin.config.token_delay_s = 0.05  # each read is quick, the whole is not
