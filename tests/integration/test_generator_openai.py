@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 from pydantic import SecretStr
@@ -19,12 +18,6 @@ from docquery.generators.openai_chat import OpenAIChatGenerator
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CANARY = "CANARY-7f3e9c-upstream-echo"
-
-
-@pytest.fixture
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
 
 
 def _prompt(text: str = "What is the leave policy?") -> Prompt:

@@ -178,7 +178,7 @@ def make_zip_bomb_docx(expanded_bytes: int) -> bytes:
 
 def scifact_docs(n: int, *, offset: int = 0) -> list[tuple[str, str]]:
     """(id, "title\\n\\ntext") of SciFact corpus documents, from the committed sample."""
-    out = []
+    out: list[tuple[str, str]] = []
     with SCIFACT.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):
             if i < offset:
