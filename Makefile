@@ -52,7 +52,8 @@ imports: $(STAMP)
 test: $(STAMP) lint typecheck imports
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
 
-# Fast: unit tests only, none that loads the embedding model or starts OpenBao or a server.
+# The fast tier: tests/unit but those marked slow, model or openbao. None starts a server or a subprocess
+# (tests/unit/conftest.py fails one that does) or bounds wall-clock time.
 unit: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q tests/unit -m "not model and not openbao and not slow"
 

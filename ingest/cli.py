@@ -1,6 +1,6 @@
 """``docquery ingest``: registered into the docquery CLI through the ``docquery.commands`` entry point.
 
-Exit codes (CONTRACT.md): 0 every file indexed, unchanged or skipped (a type DocQuery does not
+Exit codes (docs/contract.md): 0 every file indexed, unchanged or skipped (a type DocQuery does not
 read; ``--strict`` makes skips failures); 1 some files failed
 (the others are indexed, the failures listed) or the run stopped on an index
 error; 2 usage or configuration error, with nothing written; 3 another process

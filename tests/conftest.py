@@ -15,6 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from docquery.config.settings import Settings
 from tests.support.fakes import HashEmbedder
+from tests.support.fixtures import standin_fixture
 
 # Property tests draw the same examples on every run, so the suite is deterministic; set
 # HYPOTHESIS_PROFILE=explore to draw new ones (and keep failures in .hypothesis/).
@@ -76,6 +77,10 @@ def settings(tmp_path: Path, secrets_dir: Path) -> Settings:
 @pytest.fixture
 def hash_embedder() -> HashEmbedder:
     return HashEmbedder()
+
+
+# A vLLM stand-in on a free loopback port, one per test (tests/support/fixtures.py makes others).
+standin = standin_fixture()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ temp dir holding a copy of examples/: ``make demo`` is replaced by the Makefile'
 own demo recipe (so the Makefile is checked too), ``make test`` is skipped, and
 blocks marked ``<!-- readme-test: skip (...) -->`` (they need vLLM and a Qdrant
 server) are skipped. ``.venv/bin/docquery`` runs this worktree's code; port 8080
-becomes a free port. The synopsis block is checked against the real parsers.
+and the metrics port become free ones. The synopsis block is checked against the real parsers.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def test_readme_commands_work_pasted_in_order(tmp_path: Path) -> None:
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
     env.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", DOCQUERY_EMBEDDER__TUNE_MALLOC="false")
+    env.update(DOCQUERY_METRICS_PORT=str(_free_port()))  # a running `docquery serve` may hold 9464
     text, commands = script(_free_port())
     got = subprocess.run(
         ["bash", "-c", text], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False

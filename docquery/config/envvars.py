@@ -17,7 +17,7 @@ ENV_PREFIX = "DOCQUERY_"
 NESTED_DELIMITER = "__"
 SECRET_ENV_PREFIX = f"{ENV_PREFIX}SECRET{NESTED_DELIMITER}"
 
-# Contract secret file (CONTRACT.md) -> (settings section, key) of its dev-only env fallback.
+# Contract secret file (docs/contract.md) -> (settings section, key) of its dev-only env fallback.
 SECRET_FILES: dict[str, tuple[str, str]] = {
     "llm-api-key": ("llm", "api_key"),
     "qdrant-api-key": ("qdrant", "api_key"),

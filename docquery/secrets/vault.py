@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# KV secret key differs from the file name the agent renders (CONTRACT.md vs policy paths).
+# KV secret key differs from the file name the agent renders (docs/contract.md vs policy paths).
 KV_ALIASES: dict[str, dict[str, str]] = {"query": {"qdrant-api-key": "qdrant-read-only-key"}}
 KV_VALUE_FIELD = "value"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.api_harness import Harness, JwtIssuer, make_harness
-from tests.support.standins.openai_server import StandInOpenAIServer
+from tests.support.fixtures import standin_fixture
 
 
 @pytest.fixture(scope="session")
@@ -27,14 +27,5 @@ def shared_harness(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssu
     yield from make_harness(tmp_path_factory.mktemp("api"), jwks=jwt_issuer.jwks())
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[StandInOpenAIServer]:
-    """One vLLM stand-in per module, for harnesses built once per module."""
-    with StandInOpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
+# One vLLM stand-in per module, for harnesses built once per module (``standin`` is one per test).
+server = standin_fixture(scope="module", name="server")

@@ -14,15 +14,12 @@ from docquery.api.audit import AUDIT_LOGGER, AuditLog, verify_audit_log
 from docquery.api.audit import main as audit_main
 from docquery.api.metrics import Metrics, start_metrics_server
 from tests.support.api_harness import Harness, bearer
+from tests.support.fixtures import VACATION, harness_fixture
 
 AUTH = bearer("tok-alice-eng")
 
 
-@pytest.fixture(scope="module")
-def h(shared_harness: Harness) -> Harness:
-    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave."], ["eng"])
-    shared_harness.corpus.add("pay", ["Salaries are paid monthly."], ["hr"])
-    return shared_harness
+h = harness_fixture(VACATION, ("pay", "Salaries are paid monthly.", "hr"))
 
 
 def _audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

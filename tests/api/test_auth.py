@@ -18,6 +18,7 @@ from docquery.core.errors import ConfigError
 from docquery.secrets import FileSecretSource
 from tests.support.api_harness import AUDIENCE, ISSUER, KEYS, Harness, JwtIssuer, bearer, write_api_keys
 from tests.support.clock import ManualClock
+from tests.support.fixtures import VACATION, harness_fixture
 
 QUERY = {"question": "what is the vacation policy"}
 
@@ -28,10 +29,7 @@ def _assert_envelope(resp_json: dict[str, object], type_: str) -> None:
     assert err["type"] == type_ and err["request_id"] and err["message"]
 
 
-@pytest.fixture(scope="module")
-def h(shared_harness: Harness) -> Harness:
-    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave."], ["eng"])
-    return shared_harness
+h = harness_fixture(VACATION)
 
 
 @pytest.mark.parametrize(
@@ -204,6 +202,7 @@ def test_serve_exits_2_in_prod_without_auth(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(secrets))
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "0")  # 9464 may be held by a running `docquery serve`
     assert cli_main(["serve", "--port", "0"]) == 2
 
 

@@ -9,24 +9,18 @@ upstream error body echoing the prompt, a stream dropped mid-answer).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.support.api_harness import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer
+from tests.support.fixtures import harness_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 CANARY = "zqcanaryb7e1d4f09c"  # one lowercase word: embedders and BM25 keep it whole
 AUTH = bearer("tok-alice-eng")
 
 
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("canary")
-    yield from make_harness(tmp, generator=llm_generator(server), jwks=jwt_issuer.jwks())
+h = harness_fixture(llm_server="server")
 
 
 # The test client's own request log ("httpx2": Starlette's TestClient) prints the URL it

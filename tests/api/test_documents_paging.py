@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness
+from tests.support.api_harness import Harness, bearer
+from tests.support.fixtures import harness_fixture
 
 ENG = bearer("tok-alice-eng")
 HR = bearer("tok-bob-hr")
@@ -20,19 +19,18 @@ ENG_DOCS = [f"eng-{i:02d}" for i in range(23)]
 HR_DOCS = [f"hr-{i:02d}" for i in range(5)]
 
 
-@pytest.fixture(scope="module")
-def h(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("paging")
-    for harness in make_harness(tmp, jwks=jwt_issuer.jwks()):
-        for doc in ENG_DOCS:
-            harness.corpus.add(doc, [f"text of {doc}"], ["eng"])
-        for doc in HR_DOCS:
-            harness.corpus.add(doc, [f"text of {doc}"], ["hr"])
-        index = harness.components.index
-        record = index.get_document("eng-05")
-        assert record is not None
-        index.put_document(replace(record, status="pending"))
-        yield harness
+def _mark_one_pending(harness: Harness) -> None:
+    index = harness.components.index
+    record = index.get_document("eng-05")
+    assert record is not None
+    index.put_document(replace(record, status="pending"))
+
+
+h = harness_fixture(
+    *((doc, f"text of {doc}", "eng") for doc in ENG_DOCS),
+    *((doc, f"text of {doc}", "hr") for doc in HR_DOCS),
+    prepare=_mark_one_pending,
+)
 
 
 def _walk(h: Harness, auth: dict[str, str], limit: int) -> list[dict[str, Any]]:

@@ -6,16 +6,15 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from docquery.api.limits import AuthFailureLimiter
 from docquery.api.metrics import KNOWN_METHODS
-from tests.support.api_harness import Harness, JwtIssuer, bearer, llm_generator, make_harness
+from tests.support.api_harness import Harness, JwtIssuer, bearer
+from tests.support.fixtures import VACATION_PER_YEAR, harness_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 ALICE = bearer("tok-alice-eng")
@@ -23,20 +22,13 @@ Q = {"question": "how many vacation days of paid leave"}
 SLOTS, SHARE = 8, 0.25  # two in-flight LLM calls per principal
 
 
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("fair")
-    for harness in make_harness(
-        tmp,
-        generator=llm_generator(server, max_concurrency=SLOTS),
-        jwks=jwt_issuer.jwks(),
-        llm={"max_concurrency": SLOTS},
-        api={"llm_share": SHARE, "auth_failures_per_minute": 60, "auth_failure_burst": 5},
-    ):
-        harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
-        yield harness
+h = harness_fixture(
+    VACATION_PER_YEAR,
+    llm_server="server",
+    llm_options={"max_concurrency": SLOTS},
+    llm={"max_concurrency": SLOTS},
+    api={"llm_share": SHARE, "auth_failures_per_minute": 60, "auth_failure_burst": 5},
+)
 
 
 # A follow-up: with an LLM, its rewrite into a standalone question is an LLM call of its own.
@@ -54,6 +46,7 @@ def _body(endpoint: str, stream: bool, follow_up: bool) -> dict[str, Any]:
     return {"model": "docquery", "messages": messages, "stream": stream}
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 @pytest.mark.parametrize(
     "case", list(itertools.product(["/v1/query", "/v1/chat/completions"], [False, True], [False, True]))
 )

@@ -19,16 +19,13 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from tests.support.api_harness import Harness, bearer
+from tests.support.fixtures import VACATION, harness_fixture
 
 AUTH = bearer("tok-root-admin")
 EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 15}
 
 
-@pytest.fixture(scope="module")
-def h(shared_harness: Harness) -> Harness:
-    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave."], ["eng"])
-    shared_harness.corpus.add("pay", ["Salaries are paid on the last working day."], ["hr"])
-    return shared_harness
+h = harness_fixture(VACATION, ("pay", "Salaries are paid on the last working day.", "hr"))
 
 
 def _check(response: Any) -> None:

@@ -13,15 +13,13 @@ from starlette.types import Message
 
 from docquery.api.limits import BodyLimitMiddleware, RateLimiter
 from tests.support.api_harness import Harness, bearer
+from tests.support.fixtures import VACATION, harness_fixture
 
 CANARY = "CANARY-limits-5c1d0e"
 AUTH = bearer("tok-alice-eng")
 
 
-@pytest.fixture(scope="module")
-def h(shared_harness: Harness) -> Harness:
-    shared_harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave."], ["eng"])
-    return shared_harness
+h = harness_fixture(VACATION)
 
 
 def _envelope(r: object, status: int, type_: str) -> dict[str, str]:

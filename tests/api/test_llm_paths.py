@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +16,12 @@ from docquery.core.ports import Generator
 from docquery.rag.prompting import REFUSAL
 from tests.support.api_harness import (
     Harness,
-    JwtIssuer,
     bearer,
     chat_stream_text,
     llm_generator,
-    make_harness,
     sse_events,
 )
+from tests.support.fixtures import VACATION_PER_YEAR, harness_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")
@@ -31,14 +29,7 @@ Q = {"question": "how many vacation days of paid leave"}
 CHAT = {"model": "docquery", "messages": [{"role": "user", "content": Q["question"]}]}
 
 
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("llm")
-    for harness in make_harness(tmp, generator=llm_generator(server), jwks=jwt_issuer.jwks()):
-        harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
-        yield harness
+h = harness_fixture(VACATION_PER_YEAR, llm_server="server")
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +122,7 @@ def test_upstream_429_is_503_with_retry_after(h: Harness, server: StandInOpenAIS
     assert r.status_code == 503 and r.headers["retry-after"] == "9"
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_llm_down_is_a_clean_503(h: Harness, swap: Any) -> None:
     dead = StandInOpenAIServer()
     dead.start()
@@ -147,6 +139,7 @@ def test_llm_down_is_a_clean_503(h: Harness, swap: Any) -> None:
     assert r.status_code == 503
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_slow_llm_times_out_with_503(h: Harness, server: StandInOpenAIServer, swap: Any) -> None:
     swap(llm_generator(server, read_timeout_s=0.3))
     server.config.first_token_delay_s = 2.0

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from docquery.api.openai_schemas import ChatCompletion, ChatCompletionChunk
-from tests.support.api_harness import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness
+from tests.support.api_harness import Harness, bearer, chat_stream_text
+from tests.support.fixtures import VACATION_PER_YEAR, harness_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")
@@ -33,14 +33,7 @@ def server() -> Iterator[StandInOpenAIServer]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, server: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("facade")
-    for harness in make_harness(tmp, generator=llm_generator(server), jwks=jwt_issuer.jwks()):
-        harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave per year."], ["eng"])
-        yield harness
+h = harness_fixture(VACATION_PER_YEAR, llm_server="server")
 
 
 def _openai_error(r: Any, status: int, param: str, code: str) -> None:

@@ -13,7 +13,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -22,7 +21,8 @@ import uvicorn
 
 from docquery.api.server import server_options
 from docquery.rag.conversation import CONDENSE_SYSTEM
-from tests.support.api_harness import Harness, JwtIssuer, llm_generator, make_harness
+from tests.support.api_harness import Harness
+from tests.support.fixtures import harness_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 KEY = "tok-alice-eng"
@@ -59,15 +59,11 @@ def llm(replies: Replies) -> Iterator[StandInOpenAIServer]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def h(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, llm: StandInOpenAIServer) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("sdk")
-    for harness in make_harness(
-        tmp, generator=llm_generator(llm), jwks=jwt_issuer.jwks(), retrieval={"min_dense_score": -1.0, "top_k": 2}
-    ):
-        for doc_id, text in DOCS.items():
-            harness.corpus.add(doc_id, [text], ["eng"])
-        yield harness
+h = harness_fixture(
+    *((doc_id, text, "eng") for doc_id, text in DOCS.items()),
+    llm_server="llm",
+    retrieval={"min_dense_score": -1.0, "top_k": 2},
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,8 @@ from docquery.api.app import create_app
 from docquery.api.openai_schemas import ChatCompletion
 from docquery.api.schemas import ErrorEnvelope
 from docquery.config.settings import Settings
-from tests.support.api_harness import Harness, JwtIssuer, bearer, make_harness, write_api_keys
+from tests.support.api_harness import Harness, bearer, write_api_keys
+from tests.support.fixtures import VACATION, harness_fixture
 
 AUTH = bearer("tok-root-admin")
 BOUNDS = {
@@ -31,12 +32,7 @@ BOUNDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def h(tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("openapi")
-    for harness in make_harness(tmp, jwks=jwt_issuer.jwks(), **BOUNDS):
-        harness.corpus.add("vac", ["The vacation policy grants 25 days of paid leave."], ["eng"])
-        yield harness
+h = harness_fixture(VACATION, **BOUNDS)
 
 
 @pytest.fixture(scope="module")

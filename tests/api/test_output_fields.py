@@ -16,7 +16,6 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +24,11 @@ from docquery.api.audit import AUDIT_LOGGER
 from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
 from tests.support.api_harness import (
     Harness,
-    JwtIssuer,
     bearer,
     chat_stream_text,
-    llm_generator,
-    make_harness,
     sse_events,
 )
+from tests.support.fixtures import harness_fixture, standin_fixture
 from tests.support.markdown_oracle import violations
 from tests.support.standins.openai_server import StandInOpenAIServer
 
@@ -71,48 +68,43 @@ def _assert_inert(where: str, value: Any) -> None:
         assert not re.search(r"<[A-Za-z!/?]", text), (where, path, text)
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
+standin = standin_fixture(scope="module")
 
 
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, standin: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("fields")
-    for harness in make_harness(tmp, generator=llm_generator(standin), jwks=jwt_issuer.jwks()):
-        index, embedder = harness.corpus.index, harness.corpus.embedder
-        for n, attack in enumerate(ATTACKS):
-            doc_id = f"{attack}-{n}"
-            text = f"vacation policy leave days {attack}"
-            chunk = Chunk(
-                id=str(uuid.uuid5(uuid.NAMESPACE_URL, doc_id)),
+def _add_attacks(harness: Harness) -> None:
+    """One document per attack, which every field of the document and its chunk carries."""
+    index, embedder = harness.corpus.index, harness.corpus.embedder
+    for n, attack in enumerate(ATTACKS):
+        doc_id = f"{attack}-{n}"
+        text = f"vacation policy leave days {attack}"
+        chunk = Chunk(
+            id=str(uuid.uuid5(uuid.NAMESPACE_URL, doc_id)),
+            doc_id=doc_id,
+            source=f"{attack}.md",
+            title=attack,
+            chunk_index=0,
+            text=text,
+            content_sha256=hashlib.sha256(text.encode()).hexdigest(),
+            acl_groups=("eng",),
+            page=attack,
+            ingested_at=attack,
+        )
+        index.upsert([IndexedChunk(chunk=chunk, dense=embedder.embed([text])[0])])
+        index.put_document(
+            DocumentRecord(
                 doc_id=doc_id,
                 source=f"{attack}.md",
-                title=attack,
-                chunk_index=0,
-                text=text,
-                content_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                root="/corpus",
+                content_sha256="0" * 64,
+                chunk_count=1,
                 acl_groups=("eng",),
-                page=attack,
+                title=attack,
                 ingested_at=attack,
             )
-            index.upsert([IndexedChunk(chunk=chunk, dense=embedder.embed([text])[0])])
-            index.put_document(
-                DocumentRecord(
-                    doc_id=doc_id,
-                    source=f"{attack}.md",
-                    root="/corpus",
-                    content_sha256="0" * 64,
-                    chunk_count=1,
-                    acl_groups=("eng",),
-                    title=attack,
-                    ingested_at=attack,
-                )
-            )
-        yield harness
+        )
+
+
+h = harness_fixture(llm_server="standin", prepare=_add_attacks)
 
 
 def _schema_string_fields(h: Harness, model: str) -> set[str]:

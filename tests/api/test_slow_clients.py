@@ -27,6 +27,9 @@ from docquery.api.server import server_options
 from docquery.config.settings import ApiSettings
 from tests.support.api_harness import Harness
 
+# Every test here runs a real server and measures its timeouts on the wall clock.
+pytestmark = pytest.mark.slow
+
 LIMITS = ApiSettings(
     head_timeout_s=0.6, body_timeout_s=0.6, keepalive_timeout_s=0.6, max_connections=24, max_head_bytes=4096
 )

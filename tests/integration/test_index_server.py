@@ -1,6 +1,6 @@
 """The server engine's client side: the API key read on every request, and concurrent creation.
 
-The key tests run against a REST stand-in (``tests/standins/qdrant_rest.py``), since no
+The key tests run against a REST stand-in (``tests/support/standins/qdrant_rest.py``), since no
 Qdrant server binary runs here; the creation race runs on qdrant-client's local mode.
 """
 

@@ -14,8 +14,7 @@ import pytest
 
 from docquery.core.errors import EmbedderError
 from docquery.embedders.local import LocalEmbedder, resolve_workers, usable_cpus
-
-CORPUS = Path("/work/shared/data/scifact/corpus.jsonl")
+from tests.support.ingest_fixtures import SCIFACT
 
 
 def _texts(n: int) -> list[str]:
@@ -117,9 +116,8 @@ def test_worker_count(tmp_path: Path) -> None:
     assert usable_cpus(tmp_path / "missing") == affinity
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="SciFact is not on this machine")
 def test_workers_match_on_real_abstracts(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    with CORPUS.open(encoding="utf-8") as fh:
+    with SCIFACT.open(encoding="utf-8") as fh:
         texts = [json.loads(line)["text"][:1500] for line, _ in zip(fh, range(80), strict=False)]
     parallel = embedder.embed(texts)
     monkeypatch.setattr(embedder, "workers", 1)

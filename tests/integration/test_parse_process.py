@@ -149,6 +149,7 @@ def test_a_crashing_file_fails_alone_and_a_fresh_process_takes_the_rest(tmp_path
     assert children(os.getpid()) == []
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_a_hanging_file_times_out_and_its_process_is_killed(tmp_path: Path) -> None:
     for name in ("a.txt", "hang.txt", "z.txt"):
         write(tmp_path / name, f"The text of {name}.")
@@ -165,6 +166,7 @@ def test_a_hanging_file_times_out_and_its_process_is_killed(tmp_path: Path) -> N
     assert children(os.getpid()) == []
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_stop_ends_the_run_promptly_and_kills_the_process(tmp_path: Path) -> None:
     for name in ("hang.txt", "z.txt"):
         write(tmp_path / name, "text")

@@ -6,35 +6,18 @@ computes on one worker thread (one hand-off); a Qdrant server query is awaited t
 qdrant-client's async client, with no thread; an embedded Edge query runs on the loop
 thread, because the engine holds the GIL for the whole query (a worker thread would not
 free the loop, only add two hand-offs). Every path returns the same ACL-filtered hits.
-
-The first test keeps that Edge choice honest: if a later qdrant-edge released the GIL
-during a query, it fails, and the Edge translator should hand its query to a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 from qdrant_client import AsyncQdrantClient, QdrantClient
-from qdrant_edge import (
-    Distance,
-    EdgeConfig,
-    EdgeShard,
-    EdgeVectorParams,
-    Point,
-    Query,
-    QueryBatchRequest,
-    QueryRequest,
-    UpdateOperation,
-)
 
 from docquery.core.domain import Principal
 from docquery.core.ports import IndexAdapter
@@ -44,66 +27,10 @@ from docquery.rag.pipeline import RagPipeline, RetrievalConfig, Trace
 from docquery.rag.sanitize import Sanitizer
 from tests.support.chunks import make_chunk
 from tests.support.fakes import HashEmbedder
+from tests.support.fixtures import standin_fixture
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 DIM = 64
-
-
-def test_edge_holds_the_gil_for_a_whole_query(tmp_path: Path) -> None:
-    dim, points = 256, 3000
-    shard = EdgeShard.create(
-        str(tmp_path / "shard"), EdgeConfig(vectors={"d": EdgeVectorParams(size=dim, distance=Distance.Cosine)})
-    )
-    values = [((i * 2654435761) % 1000) / 1000.0 for i in range(dim * 2)]  # fixed, varied vectors
-    shard.update(
-        UpdateOperation.upsert_points(
-            [
-                Point(id=uuid.UUID(int=i + 1), vector={"d": values[i % dim : i % dim + dim]}, payload={})
-                for i in range(points)
-            ]
-        )
-    )
-    requests = [QueryRequest(limit=10, query=Query.Nearest(values[j : j + dim], using="d")) for j in range(dim)]
-    # One engine call long enough (>= 50 ms) that a 5 ms switch interval is a small part of it.
-    alone = 0.0
-    while alone < 0.05:
-        batch = QueryBatchRequest(requests)
-        started = time.perf_counter()
-        shard.query_batch(batch)
-        alone = time.perf_counter() - started
-        requests = requests * 2
-
-    count = 0
-    stop = threading.Event()
-
-    def spin() -> None:
-        nonlocal count
-        while not stop.is_set():
-            count += 1
-
-    def share_the_spinner_got() -> float:
-        nonlocal count
-        time.sleep(0.05)
-        before, t0 = count, time.perf_counter()
-        time.sleep(0.05)  # the spinner's rate while this thread waits without the GIL
-        rate = (count - before) / (time.perf_counter() - t0)
-        before, t0 = count, time.perf_counter()
-        shard.query_batch(batch)
-        return (count - before) / (rate * (time.perf_counter() - t0))
-
-    spinner = threading.Thread(target=spin)
-    spinner.start()
-    try:
-        # Other processes on a loaded machine can only distort one measurement upwards (the spinner's
-        # reference rate is taken while they run too), so the least of three is the honest one.
-        share = min(share_the_spinner_got() for _ in range(3))
-    finally:
-        stop.set()
-        spinner.join()
-        shard.close()
-    # Holding the GIL, the spinner gets at most one switch interval (5 ms) of the call; released,
-    # it would run through most of it on the other core.
-    assert share < 0.25, f"spinner ran {share:.0%} of the query: the GIL was released"
 
 
 class RecordingShard:
@@ -133,11 +60,7 @@ class RecordingEmbedder(HashEmbedder):
         return super().embed(texts, query=query)
 
 
-@pytest.fixture
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        server.config.embedding_dim = DIM
-        yield server
+standin = standin_fixture(embedding_dim=DIM)
 
 
 def _fill(index: IndexAdapter) -> None:

@@ -23,7 +23,9 @@ def _free_port() -> int:
 def _serve(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
     env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "secrets"))
-    env.update(HF_HUB_OFFLINE="1", DOCQUERY_LOG_FORMAT="json", **env_extra)
+    # No metrics server unless a case asks for one: a `docquery serve` on this machine may hold 9464.
+    env.update(HF_HUB_OFFLINE="1", DOCQUERY_LOG_FORMAT="json", DOCQUERY_METRICS_PORT="0")
+    env.update(env_extra)
     cmd = [sys.executable, "-m", "docquery.cli", "serve", *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
 
@@ -74,7 +76,7 @@ def test_serving_a_data_dir_with_nothing_in_it_warns_and_a_sigterm_is_a_normal_s
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
     typo = tmp_path / "dta"  # the data dir a user meant to type differently
     env.update(DOCQUERY_DATA_DIR=str(typo), DOCQUERY_SECRETS_DIR=str(tmp_path / "secrets"), HF_HUB_OFFLINE="1")
-    env.update(DOCQUERY_LOG_FORMAT="json")
+    env.update(DOCQUERY_LOG_FORMAT="json", DOCQUERY_METRICS_PORT="0")
     cmd = [sys.executable, "-m", "docquery.cli", "serve", "--port", str(_free_port())]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []

@@ -1,4 +1,4 @@
-"""Test doubles shared across the suite (unit tests use fakes; see STYLE.md's pyramid)."""
+"""Test doubles shared across the suite (unit tests use fakes; integration tests use the real components)."""
 
 from __future__ import annotations
 

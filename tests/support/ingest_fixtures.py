@@ -26,7 +26,8 @@ from ingest.pipeline import IngestOptions, run_ingest
 from ingest.report.summary import Report
 from tests.support.fakes import HashEmbedder
 
-SCIFACT = Path("/work/shared/data/scifact/corpus.jsonl")
+# The first documents of BEIR SciFact, committed with their license (tests/data/scifact/README.md).
+SCIFACT = Path(__file__).resolve().parents[1] / "data" / "scifact" / "corpus.jsonl"
 
 
 class CountingEmbedder(HashEmbedder):
@@ -176,8 +177,8 @@ def make_zip_bomb_docx(expanded_bytes: int) -> bytes:
 
 
 def scifact_docs(n: int, *, offset: int = 0) -> list[tuple[str, str]]:
-    """(id, "title\\n\\ntext") of SciFact corpus documents."""
-    out = []
+    """(id, "title\\n\\ntext") of SciFact corpus documents, from the committed sample."""
+    out: list[tuple[str, str]] = []
     with SCIFACT.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):
             if i < offset:
@@ -186,6 +187,8 @@ def scifact_docs(n: int, *, offset: int = 0) -> list[tuple[str, str]]:
                 break
             d: dict[str, Any] = json.loads(line)
             out.append((str(d["_id"]), f"{d['title']}\n\n{d['text']}"))
+    if len(out) < n:
+        raise ValueError(f"{SCIFACT} holds fewer than {offset + n} documents: regenerate it larger (make_sample.py)")
     return out
 
 

@@ -97,6 +97,7 @@ def test_allow_empty_does_not_hide_a_broken_chain(tmp_path: Path) -> None:
     assert audit_main(["--allow-empty", str(path)]) == 1
 
 
+@pytest.mark.slow  # runs a subprocess
 def test_as_a_module_no_traceback(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "docquery.api.audit", str(tmp_path / "nonexistent.log")],

@@ -51,7 +51,8 @@ def test_a_path_with_nothing_to_index_is_a_warning(tmp_path: Path, caplog: pytes
     (full / "sub").mkdir(parents=True)
     empty.mkdir()
     (full / "sub" / "a.md").write_text("# A\n\nSome text.")
-    settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "none")
+    # Parsed in this process: the warnings are the subject, not the parse process.
+    settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "none", ingest={"parse_process": "off"})
     opts = IngestOptions(paths=(full, full / "sub", empty), groups=("g",))
     report = run_ingest(settings, opts, embedder=HashEmbedder())
     assert report.ok and report.added == 1

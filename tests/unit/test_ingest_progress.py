@@ -30,6 +30,7 @@ def test_chunk_total_is_estimated_from_the_first_parsed_file_then_exact() -> Non
     assert c.chunk_total() == (37, True)
 
 
+@pytest.mark.slow  # counts the ticker's lines in 0.3 s
 def test_plain_lines_show_the_total_eta_and_an_embed_call_in_flight(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ingest.report.progress")
     progress = PlainProgress(interval_s=0.05)

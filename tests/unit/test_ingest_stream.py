@@ -121,6 +121,7 @@ def _settled(read: object, timeout: float = 5.0) -> int:
     raise AssertionError("did not settle")
 
 
+@pytest.mark.slow  # waits for the parser to stay idle for 0.2 s
 def test_short_documents_keep_two_calls_ready_while_the_embedder_works() -> None:
     # One chunk per document: a bound counted in documents would hold fewer chunks than a call.
     cfg = StreamConfig(embed_batch=8, upsert_batch=8, first_batch=2, min_partial_batch=1)
@@ -162,6 +163,7 @@ def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
     assert all(r.status == "complete" for r in index.records.values())
 
 
+@pytest.mark.slow  # waits for the parser to stay idle for 0.2 s
 @pytest.mark.parametrize("chunks_per_doc", [0, 3])
 def test_the_parser_stops_at_the_budget_for_any_document_size(chunks_per_doc: int) -> None:
     cfg = StreamConfig(embed_batch=6, upsert_batch=6, first_batch=3)

@@ -16,6 +16,7 @@ from docquery.core.errors import ConfigError
 from docquery.runtime.preflight import BusyError, bind_socket
 
 
+@pytest.mark.slow  # listens on a loopback port
 def test_connections_accepted_on_the_bound_socket_have_tcp_nodelay() -> None:
     listener = bind_socket("127.0.0.1", 0, what="API", setting="--port")
     port = listener.getsockname()[1]
@@ -57,6 +58,7 @@ def test_a_host_that_is_not_here_points_at_host_not_port(host: str) -> None:
     assert message.endswith("; check --host")
 
 
+@pytest.mark.slow  # listens on a loopback port
 def test_a_busy_port_still_names_the_port_setting() -> None:
     taken = bind_socket("127.0.0.1", 0, what="API", setting="--port")
     try:

@@ -84,6 +84,7 @@ def test_prod_names_the_dir_and_what_is_wrong(tmp_path: Path, make: Callable[[Pa
     assert "\n" not in message
 
 
+@pytest.mark.slow  # serve binds its API port
 @pytest.mark.parametrize(("make", "problem"), CASES)
 def test_serve_prints_one_line_and_exits_2(
     tmp_path: Path,
@@ -95,6 +96,7 @@ def test_serve_prints_one_line_and_exits_2(
     monkeypatch.setenv("DOCQUERY_PROFILE", "prod")
     monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(make(tmp_path)))
     monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "0")  # 9464 may be held by a running `docquery serve`
     assert cli_main(["serve", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1

@@ -1,4 +1,4 @@
-"""API-key verification against the hashed key file (``api-keys.json``, CONTRACT.md).
+"""API-key verification against the hashed key file (``api-keys.json``, docs/contract.md).
 
 The file holds only SHA-256 hex digests of the full tokens::
 

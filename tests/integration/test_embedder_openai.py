@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,12 +23,6 @@ from docquery.wiring import build_embedder
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer, hash_vector
 
 CANARY = "CANARY-5b1d04-embedding-text"
-
-
-@pytest.fixture
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
 
 
 def _embedder(server: StandInOpenAIServer, key: str = DEFAULT_KEY, **kw: int) -> OpenAIEmbedder:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 from pydantic import SecretStr
@@ -19,12 +18,6 @@ from docquery.generators.openai_chat import OpenAIChatGenerator
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CANARY = "CANARY-7f3e9c-upstream-echo"
-
-
-@pytest.fixture
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
 
 
 def _prompt(text: str = "What is the leave policy?") -> Prompt:
@@ -150,6 +143,7 @@ def test_no_retry_after_first_token(standin: StandInOpenAIServer) -> None:
     assert standin.stats.chat_calls == 1  # the partial answer was not re-requested
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) -> None:
     standin.config.first_token_delay_s = 3.0
 
@@ -160,6 +154,7 @@ def test_read_timeout_is_unavailable_not_a_hang(standin: StandInOpenAIServer) ->
     assert time.monotonic() - t0 < 2.0
 
 
+@pytest.mark.slow  # bounds the wall-clock time
 def test_total_deadline_bounds_a_trickling_stream(standin: StandInOpenAIServer) -> None:
     standin.config.reply = [f"t{i} " for i in range(50)]
     standin.config.token_delay_s = 0.05  # each read is quick, the whole is not
