@@ -53,9 +53,9 @@ def auth_required_message(settings: Settings) -> str:
     )
 
 
-def authenticator(settings: Settings, source: SecretSource) -> Authenticator:
+def authenticator(settings: Settings, source: SecretSource, metrics: Metrics | None = None) -> Authenticator:
     """The API's authenticator; the prod profile refuses to go on without an auth configuration."""
-    auth = Authenticator(settings.auth, source)
+    auth = Authenticator(settings.auth, source, metrics.refused_groups.inc if metrics else None)
     if not auth.configured():
         if settings.is_prod:
             raise ConfigError(auth_required_message(settings))
@@ -74,7 +74,8 @@ def create_app(
 ) -> FastAPI:
     """``metrics``: a registry already served on the metrics port (``docquery serve`` listens there first)."""
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
-    auth = authenticator(settings, source)
+    metrics = metrics or Metrics()
+    auth = authenticator(settings, source, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,7 +96,6 @@ def create_app(
     app = FastAPI(
         title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi_url
     )
-    metrics = metrics or Metrics()
     audit = AuditLog()
     app.state.settings = settings
     app.state.components = components

@@ -209,7 +209,11 @@ class AuthSettings(_Section):
     jwt_audience: str | None = None
     """Required `aud` of a JWT; JWTs are refused while unset."""
     jwt_groups_claim: str = "groups"
-    """JWT claim that lists the caller's groups (the ACL)."""
+    """JWT claim that lists the caller's groups (the ACL). Each value is matched exactly as issued; one that is
+    not a valid group name (whitespace, controls, empty) grants nothing (docs/api.md, "Groups and the ACL")."""
+    jwt_groups_string: Literal["list", "one", "space", "comma"] = "list"
+    """How a groups or roles claim that is a string is read: `list` = not at all (only a JSON list grants), `one` =
+    the whole string is one value, `space` = split on spaces, `comma` = split on commas (nothing is trimmed)."""
     jwt_roles_claim: str = "roles"
     """JWT claim that lists the caller's roles (`query`, `admin`)."""
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])

@@ -44,6 +44,7 @@ def is_valid_collection_name(name: str) -> bool:
 # digit or "/" first (so never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``;
 # at most 128. Shared here so that `ask` cannot name a group that no document can carry.
 GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
+GROUP_NAME_RULE = "1 to 128 ASCII letters, digits or . _ : @ / + = -, starting with a letter, digit or /"
 _GROUP = re.compile(GROUP_PATTERN)
 
 

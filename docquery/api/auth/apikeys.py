@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from docquery.core.collection import GROUP_NAME_RULE, is_valid_group_name
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise ApiKeyFileError(f"entry {i}: sha256 must be 64 hex characters")
         groups = _string_set(raw.get("groups", []), f"entry {i}: groups")
+        if not all(is_valid_group_name(g) for g in groups):
+            raise ApiKeyFileError(f"entry {i}: groups: {GROUP_NAME_RULE}")
         roles = _string_set(raw.get("roles", []), f"entry {i}: roles")
         raw_digest = bytes.fromhex(digest)
         if raw_digest in seen_digests:
@@ -79,9 +82,10 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
 
 
 def _string_set(value: Any, where: str) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ApiKeyFileError(f"{where} must be a list of non-empty strings")
-    return frozenset(v.strip() for v in value)
+    # Taken as written, never trimmed: the ACL compares exactly, so " hr" would silently match nothing.
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and v == v.strip() for v in value):
+        raise ApiKeyFileError(f"{where} must be a list of non-empty strings without surrounding spaces")
+    return frozenset(value)
 
 
 class ApiKeyVerifier:
