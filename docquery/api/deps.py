@@ -104,7 +104,7 @@ def verified_caller(request: Request) -> Principal:
     ctx = request_ctx(request)
     auth: Authenticator = request.app.state.auth
     failures: AuthFailureLimiter = request.app.state.auth_failures
-    address = request.client.host if request.client else ""
+    address = request.app.state.client_address.bucket(request.scope)
     wait = failures.blocked(address)
     if wait is not None:
         # Before verifying: the same 429 for every credential, so it reveals none.

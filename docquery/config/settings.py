@@ -14,6 +14,7 @@ setting must not be silently ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -257,6 +258,19 @@ class ApiSettings(_Section):
     valid or not, so the answer reveals nothing about the credential."""
     auth_failure_burst: int = Field(default=20, ge=1)
     """Failed authentications a client address may make at once above the steady rate."""
+    trusted_proxies: list[str] = Field(default_factory=list, examples=[["10.0.0.0/8"]])
+    """Proxies (JSON list of CIDRs) whose `X-Forwarded-For` names the client. Empty: proxy headers are ignored and
+    the client is the TCP peer (docs/api.md, "Behind a proxy")."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for i, cidr in enumerate(value):
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise ValueError(f"item {i} is not an IP network in CIDR notation (e.g. 10.0.0.0/8)") from None
+        return value
 
 
 class IngestSettings(_Section):
