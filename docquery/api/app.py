@@ -106,7 +106,12 @@ def create_app(
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
     app.state.client_address = ClientAddress(settings.api.trusted_proxies)
     app.state.auth_failures = AuthFailureLimiter(settings.api.auth_failures_per_minute, settings.api.auth_failure_burst)
-    app.state.llm_share = LlmShare(settings.llm.max_concurrency, settings.api.llm_share)
+    app.state.llm_share = LlmShare(
+        settings.llm.max_concurrency,
+        settings.api.llm_share,
+        queue=settings.api.llm_queue,
+        wait_s=settings.api.llm_queue_wait_s,
+    )
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)

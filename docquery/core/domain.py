@@ -18,6 +18,8 @@ class Principal(BaseModel):
     id: str
     groups: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
+    # Who the caller's LLM share is counted against, when the credential names it (docquery.api.fairshare).
+    tenant: str | None = None
 
     def acl(self) -> AclFilter:
         return AclFilter.for_groups(self.groups)

@@ -68,8 +68,10 @@ class JwtVerifier:
             return None
         issuer = str(claims.get("iss"))
         groups = claim_at(claims, self._s.jwt_groups_claim)
+        tenant = claim_at(claims, self._s.jwt_tenant_claim) if self._s.jwt_tenant_claim else None
         return Principal(
             id=f"jwt:{sub}",
+            tenant=tenant if isinstance(tenant, str) and tenant else None,
             groups=group_set(groups, self._split, lambda n: self._refuse(issuer, n)),
             roles=role_set(claim_at(claims, self._s.jwt_roles_claim), self._split),
         )
@@ -173,7 +175,7 @@ class Authenticator:
         entry = self.api_keys.verify(token)
         if entry is None:
             return None
-        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles)
+        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles, tenant=entry.tenant)
 
 
 def _bearer(header: str | None) -> str | None:
