@@ -14,6 +14,7 @@ One Qdrant collection holds three kinds of points, told apart by ``kind``:
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Mapping
@@ -93,6 +94,10 @@ class Key(StrEnum):
     DIMENSION = "dimension"
     SCHEMA_VERSION = "schema_version"
     EXTRA = "extra"
+    # A document record's place in listings (integer-indexed, for an ordered scroll: docs/api.md).
+    LIST_KEY = "list_key"
+    # On the meta point: every document record carries LIST_KEY and the integer index exists.
+    LISTING = "listing"
 
 
 # acl_groups is not indexed: searches filter on readers, and only document listings filter on the
@@ -134,6 +139,16 @@ class ModelMismatchError(VectorIndexError):
         self.collection = collection
         self.stored = stored
         self.wanted = wanted
+
+
+LISTING_VERSION = 1
+_LIST_KEY_BITS = 52  # exact as a float too (qdrant's range and order values), and collisions are rare
+
+
+def list_key(doc_id: str) -> int:
+    """Where a document comes in listings: listings are ordered by ``(list_key, doc_id)``."""
+    digest = hashlib.sha256(doc_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - _LIST_KEY_BITS)
 
 
 def chunk_point_id(doc_id: str, content_sha256: str, chunk_index: int) -> str:

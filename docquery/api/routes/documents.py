@@ -51,10 +51,8 @@ async def list_documents(
     principal, c, ctx = call.principal, call.components, call.ctx
     after = decode_cursor(cursor) if cursor is not None else None
     # The ACL filter goes into the index query itself, from the verified principal.
-    found = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
-    if after is not None:
-        found = [r for r in found if r.doc_id > after]
-    records, more = found[:limit], len(found) > limit
+    # One page read from the index, in its order, from the cursor on (docquery.index.store.list_page).
+    records, more = await asyncio.to_thread(c.index.list_page, acl=principal.acl(), after=after, limit=limit)
     ctx.doc_ids = [r.doc_id for r in records]
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would
