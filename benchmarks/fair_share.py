@@ -37,7 +37,7 @@ SLOTS = 64
 Q = {"question": "how many vacation days of paid leave"}
 
 
-async def drive(base: str, token: str, clients: int, until: float, out: Counter[int], lat: list[float]) -> None:
+async def drive(base: str, token: str, clients: int, until: float, *, out: Counter[int], lat: list[float]) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30, limits=httpx.Limits(max_connections=clients)) as c:
 
         async def one() -> None:
@@ -90,7 +90,7 @@ def main() -> None:
         try:
             alone: Counter[int] = Counter()
             lat: list[float] = []
-            asyncio.run(drive(base, "tok-alice-eng", args.clients, time.monotonic() + args.seconds, alone, lat))
+            asyncio.run(drive(base, "tok-alice-eng", args.clients, time.monotonic() + args.seconds, out=alone, lat=lat))
             print(f"slots {SLOTS}, share 0.25, stand-in first token {args.delay * 1000:.0f} ms")
             print(summary(f"one key, {args.clients} clients", alone, lat, args.seconds))
             flood: Counter[int] = Counter()
@@ -101,8 +101,8 @@ def main() -> None:
             async def both() -> None:
                 until = time.monotonic() + args.seconds
                 await asyncio.gather(
-                    drive(base, "tok-alice-eng", args.flood, until, flood, flat),
-                    drive(base, "tok-bob-hr", 4, until, polite, plat),
+                    drive(base, "tok-alice-eng", args.flood, until, out=flood, lat=flat),
+                    drive(base, "tok-bob-hr", 4, until, out=polite, lat=plat),
                 )
 
             asyncio.run(both())
