@@ -25,6 +25,7 @@ from docquery.api import routes
 from docquery.api.audit import AuditLog
 from docquery.api.auth.authenticator import Authenticator
 from docquery.api.client_address import ClientAddress
+from docquery.api.cursors import CursorSealer
 from docquery.api.docs_page import install_docs_page
 from docquery.api.errors import install_error_handlers
 from docquery.api.fairshare import LlmShare
@@ -105,6 +106,7 @@ def create_app(
     app.state.audit = audit
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
     app.state.client_address = ClientAddress(settings.api.trusted_proxies)
+    app.state.cursors = CursorSealer(source, ttl_s=settings.api.cursor_ttl_s)
     app.state.auth_failures = AuthFailureLimiter(settings.api.auth_failures_per_minute, settings.api.auth_failure_burst)
     app.state.llm_share = LlmShare(
         settings.llm.max_concurrency,

@@ -265,6 +265,8 @@ class ApiSettings(_Section):
     valid or not, so the answer reveals nothing about the credential."""
     auth_failure_burst: int = Field(default=20, ge=1)
     """Failed authentications a client address may make at once above the steady rate."""
+    cursor_ttl_s: int = Field(default=3600, ge=60)
+    """Seconds a listing's `next_cursor` stays valid (sealed with the secret `cursor-key`, docs/api.md)."""
     trusted_proxies: list[str] = Field(default_factory=list, examples=[["10.0.0.0/8"]])
     """Proxies (JSON list of CIDRs) whose `X-Forwarded-For` names the client. Empty: proxy headers are ignored and
     the client is the TCP peer (docs/api.md, "Behind a proxy")."""
