@@ -15,6 +15,7 @@ One Qdrant collection holds three kinds of points, told apart by ``kind``:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 import uuid
 from collections.abc import Mapping
@@ -98,6 +99,8 @@ class Key(StrEnum):
     LIST_KEY = "list_key"
     # On the meta point: every document record carries LIST_KEY and the integer index exists.
     LISTING = "listing"
+    # On the meta point: the collection's doc-id key (hex), made with the collection, never rotated.
+    DOC_ID_KEY = "doc_id_key"
 
 
 # acl_groups is not indexed: searches filter on readers, and only document listings filter on the
@@ -139,6 +142,19 @@ class ModelMismatchError(VectorIndexError):
         self.collection = collection
         self.stored = stored
         self.wanted = wanted
+
+
+DOC_ID_KEY_BYTES = 32
+
+
+def document_id(path: object, key: bytes | None) -> str:
+    """A document's id, from its path: HMAC-SHA-256 under the collection's doc-id key, so an id (or a
+    cursor) cannot confirm a guessed path offline. ``key`` None: the unkeyed hash of collections made
+    before the key existed, kept for them so re-ingest stays idempotent (docs/security.md)."""
+    material = f"file\x1f{path}".encode()
+    if key is None:
+        return hashlib.sha256(material).hexdigest()[:32]
+    return hmac.new(key, material, hashlib.sha256).hexdigest()[:32]
 
 
 LISTING_VERSION = 1

@@ -8,6 +8,8 @@ runs one suite on both and checks that they return the same hits for the same da
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -16,6 +18,7 @@ from typing import Any
 from qdrant_edge import Bm25
 
 from docquery.core.collection import (
+    DOC_ID_KEY_BYTES,
     LISTING_VERSION,
     META_POINT_ID,
     Key,
@@ -32,6 +35,7 @@ from docquery.index.fusion import FusionParams
 from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
 from docquery.index.search import HybridSearch, sparse_of
 
+log = logging.getLogger(__name__)
 _META_ID = str(META_POINT_ID)
 _SCROLL_PAGE = 512
 
@@ -78,11 +82,33 @@ class QdrantIndex:
             if not self._engine.created:
                 self._engine.create_indexes()  # idempotent: finishes a creation that stopped early
             self._engine.create_order_index(Key.LIST_KEY.value)
-            listing = {Key.LISTING.value: LISTING_VERSION}  # empty: every record it gets will carry its key
-            self._engine.upsert([Point(_META_ID, meta_payload(model_id, dimension, listing))])
+            made = {
+                Key.LISTING.value: LISTING_VERSION,  # empty: every record it gets will carry its key
+                Key.DOC_ID_KEY.value: os.urandom(DOC_ID_KEY_BYTES).hex(),  # kept with the collection, for good
+            }
+            self._engine.upsert([Point(_META_ID, meta_payload(model_id, dimension, made))])
             self._engine.flush()
             meta = self.read_meta() or {}
         check_collection_meta(self.name, meta, model_id, dimension)
+        if Key.DOC_ID_KEY.value not in meta:
+            log.warning(
+                "collection %r has no doc-id key (made before keyed ids): its doc_ids are unkeyed hashes of paths, "
+                "which confirm a guessed path; re-ingest into a new collection to key them (docs/security.md)",
+                self.name,
+            )
+
+    def doc_id_key(self) -> bytes | None:
+        """The collection's doc-id key, or None for a collection made before keyed ids (unkeyed ids)."""
+        value = (self.read_meta() or {}).get(Key.DOC_ID_KEY.value)
+        return bytes.fromhex(value) if isinstance(value, str) else None
+
+    def ensure_doc_id_key(self) -> bytes | None:
+        """For a writer: the key, made now when the collection has no document yet (no id to keep)."""
+        key = self.doc_id_key()
+        if key is not None or self._engine.count(Where(must=(filters.kind(Kind.DOCUMENT),))):
+            return key
+        self.update_meta({Key.DOC_ID_KEY.value: os.urandom(DOC_ID_KEY_BYTES).hex()})
+        return self.doc_id_key()  # as stored: a concurrent writer's, if it won
 
     def read_meta(self) -> dict[str, Any] | None:
         records = self._engine.retrieve([_META_ID])
