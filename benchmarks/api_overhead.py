@@ -389,13 +389,16 @@ def start_standin(delay: float) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"http://127.0.0.1:{int(port_line.split()[1])}/v1"
 
 
-def start_service(work: Path, secrets: Path, llm_base: str) -> tuple[subprocess.Popen[bytes], int, int]:
+def start_service(
+    work: Path, secrets: Path, llm_base: str, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``docquery serve`` on free ports; ``settings`` are DOCQUERY_* variables over the benchmark's own."""
     port, metrics_port = free_port(), free_port()
     log = (work / "service.log").open("wb")
     service = subprocess.Popen(
         [sys.executable, "-m", "docquery.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
-        env=service_env(work, secrets, llm_base, metrics_port),
+        env={**service_env(work, secrets, llm_base, metrics_port), **(settings or {})},
         stdout=log,
         stderr=log,
     )

@@ -133,6 +133,13 @@ def _apply_deletes(index: IndexAdapter, plan: Plan, report: Report) -> None:
         report.deleted += 1
 
 
+def _doc_id_key(index: IndexAdapter | None, *, dry_run: bool) -> bytes | None:
+    """The collection's doc-id key: made now for a collection without documents; a dry run writes nothing."""
+    if index is None:
+        return None
+    return index.doc_id_key() if dry_run else index.ensure_doc_id_key()
+
+
 def run_ingest(
     settings: Settings,
     opts: IngestOptions,
@@ -161,12 +168,13 @@ def run_ingest(
         check_data_dir(settings, collection)  # a file or an unreadable folder: exit 2, before anything loads
         check_index_free(settings, collection)  # BusyError before anything is loaded or written
     if opts.dry_run and index is None and not _collection_exists(settings, collection):
-        records: list[DocumentRecord] = []  # dry run against a collection that does not exist yet: do not create it
+        # A dry run against a collection that does not exist yet: do not create it.
+        records, doc_id_key = list[DocumentRecord](), None
     else:
         # Lazy: the model loads only when a document needs embedding, so an unchanged run never loads it.
         embedder = embedder or build_embedder(settings, lazy=True)
         index = index or build_index(settings, embedder, collection=collection)
-        records = index.list_documents()
+        records, doc_id_key = index.list_documents(), _doc_id_key(index, dry_run=opts.dry_run)
     try:
         plan = build_plan(
             discovery,
@@ -176,9 +184,16 @@ def run_ingest(
             delete_missing=opts.delete_missing,
             filters=opts.filters,
             shard=opts.shard,
+            doc_id_key=doc_id_key,
         )
         plan.stale_acl = stale_acls(
-            plan, records, discovery=discovery, resolver=resolver, filters=opts.filters, shard=opts.shard
+            plan,
+            records,
+            discovery=discovery,
+            resolver=resolver,
+            filters=opts.filters,
+            shard=opts.shard,
+            doc_id_key=doc_id_key,
         )
         _report_refusals(plan, report, strict=opts.strict)
         if opts.dry_run:

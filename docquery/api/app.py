@@ -24,6 +24,8 @@ from fastapi import FastAPI
 from docquery.api import routes
 from docquery.api.audit import AuditLog
 from docquery.api.auth.authenticator import Authenticator
+from docquery.api.client_address import ClientAddress
+from docquery.api.cursors import CursorSealer
 from docquery.api.docs_page import install_docs_page
 from docquery.api.errors import install_error_handlers
 from docquery.api.fairshare import LlmShare
@@ -53,9 +55,9 @@ def auth_required_message(settings: Settings) -> str:
     )
 
 
-def authenticator(settings: Settings, source: SecretSource) -> Authenticator:
+def authenticator(settings: Settings, source: SecretSource, metrics: Metrics | None = None) -> Authenticator:
     """The API's authenticator; the prod profile refuses to go on without an auth configuration."""
-    auth = Authenticator(settings.auth, source)
+    auth = Authenticator(settings.auth, source, metrics.refused_groups.inc if metrics else None)
     if not auth.configured():
         if settings.is_prod:
             raise ConfigError(auth_required_message(settings))
@@ -74,7 +76,8 @@ def create_app(
 ) -> FastAPI:
     """``metrics``: a registry already served on the metrics port (``docquery serve`` listens there first)."""
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
-    auth = authenticator(settings, source)
+    metrics = metrics or Metrics()
+    auth = authenticator(settings, source, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,7 +98,6 @@ def create_app(
     app = FastAPI(
         title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi_url
     )
-    metrics = metrics or Metrics()
     audit = AuditLog()
     app.state.settings = settings
     app.state.components = components
@@ -103,8 +105,15 @@ def create_app(
     app.state.metrics = metrics
     app.state.audit = audit
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
+    app.state.client_address = ClientAddress(settings.api.trusted_proxies)
+    app.state.cursors = CursorSealer(source, ttl_s=settings.api.cursor_ttl_s)
     app.state.auth_failures = AuthFailureLimiter(settings.api.auth_failures_per_minute, settings.api.auth_failure_burst)
-    app.state.llm_share = LlmShare(settings.llm.max_concurrency, settings.api.llm_share)
+    app.state.llm_share = LlmShare(
+        settings.llm.max_concurrency,
+        settings.api.llm_share,
+        queue=settings.api.llm_queue,
+        wait_s=settings.api.llm_queue_wait_s,
+    )
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)

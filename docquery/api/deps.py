@@ -19,7 +19,7 @@ from fastapi import Depends, Request
 from docquery.api.auth.authenticator import ROLE_ADMIN, ROLE_QUERY, Authenticator
 from docquery.api.context import RequestContext
 from docquery.api.errors import ApiError
-from docquery.api.fairshare import LlmShare
+from docquery.api.fairshare import LlmShare, tenant_of
 from docquery.api.limits import AuthFailureLimiter, RateLimiter, rate_limited
 from docquery.api.sse import prime
 from docquery.config.settings import Settings
@@ -36,10 +36,10 @@ class Call:
     request: Request
 
     def llm_slot(self) -> LlmSlot:
-        """This principal's share of the LLM's in-flight calls (503 past it): taken before the
-        request's first LLM call (a follow-up's rewrite counts too), ``async with`` it around a
-        generation, or ``take``/``give_back`` around a stream."""
-        slot = LlmSlot(self.request.app.state.llm_share, self.principal.id)
+        """A slot of the LLM's in-flight calls, on the caller's tenant's share (503 when none comes in
+        time): taken before the request's first LLM call (a follow-up's rewrite counts too), ``async
+        with`` it around a generation, or ``take``/``give_back`` around a stream."""
+        slot = LlmSlot(self.request.app.state.llm_share, tenant_of(self.principal))
         self.ctx.cleanups.append(slot.give_back)  # never leaked, even if a stream never starts
         return slot
 
@@ -55,24 +55,24 @@ class Call:
 @dataclass
 class LlmSlot:
     share: LlmShare
-    principal_id: str
+    tenant: str
     held: bool = False
 
-    def take(self) -> None:
+    async def take(self) -> None:
         """Idempotent: a request holds one slot for all its LLM calls (the rewrite, then the answer)."""
         if not self.held:
-            self.share.acquire(self.principal_id)
+            await self.share.acquire(self.tenant)
             self.held = True
 
     def give_back(self) -> None:
         if self.held:
             self.held = False
-            self.share.release(self.principal_id)
+            self.share.release(self.tenant)
 
     async def prime(self, events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
         """Take the slot and pull the stream's first events; the slot goes back if that fails
         (after that, the stream's body gives it back when it ends)."""
-        self.take()
+        await self.take()
         try:
             return await prime(events)
         except BaseException:
@@ -80,7 +80,7 @@ class LlmSlot:
             raise
 
     async def __aenter__(self) -> LlmSlot:
-        self.take()
+        await self.take()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -104,7 +104,7 @@ def verified_caller(request: Request) -> Principal:
     ctx = request_ctx(request)
     auth: Authenticator = request.app.state.auth
     failures: AuthFailureLimiter = request.app.state.auth_failures
-    address = request.client.host if request.client else ""
+    address = request.app.state.client_address.bucket(request.scope)
     wait = failures.blocked(address)
     if wait is not None:
         # Before verifying: the same 429 for every credential, so it reveals none.

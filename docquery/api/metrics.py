@@ -66,6 +66,11 @@ class Metrics:
             "docquery_refusals", "Answers refused because nothing relevant passed the threshold", registry=r
         )
         self.overloaded = Counter("docquery_overloaded", "Requests answered 503 (overload or dependency)", registry=r)
+        self.refused_groups = Counter(
+            "docquery_refused_group_values",
+            "Group claim values that granted nothing: not a valid group name, or a claim of the wrong shape",
+            registry=r,
+        )
         self.auth_failures = Counter(
             "docquery_auth_failures", "Authentication/authorisation failures", ["status"], registry=r
         )

@@ -8,6 +8,10 @@
 - **No WebSockets.** The API has none, so an ``Upgrade`` is not honoured.
 - **No access log.** uvicorn's access lines carry query strings; the audit
   log records what is needed, without text.
+- **No proxy headers.** uvicorn would take ``X-Forwarded-For`` from loopback
+  (its ``forwarded_allow_ips`` default), so any local client, ``kubectl
+  port-forward`` included, could name its address; the app reads the header
+  itself, from ``api.trusted_proxies`` only (``docquery.api.client_address``).
 """
 
 from __future__ import annotations
@@ -59,5 +63,6 @@ def server_options(log_level: str, api: ApiSettings | None = None) -> dict[str, 
         "h11_max_incomplete_event_size": limits.max_head_bytes,
         "ws": "none",
         "access_log": False,
+        "proxy_headers": False,
         "log_level": log_level.lower(),
     }

@@ -14,6 +14,7 @@ setting must not be silently ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -209,7 +210,14 @@ class AuthSettings(_Section):
     jwt_audience: str | None = None
     """Required `aud` of a JWT; JWTs are refused while unset."""
     jwt_groups_claim: str = "groups"
-    """JWT claim that lists the caller's groups (the ACL)."""
+    """JWT claim that lists the caller's groups (the ACL). Each value is matched exactly as issued; one that is
+    not a valid group name (whitespace, controls, empty) grants nothing (docs/api.md, "Groups and the ACL")."""
+    jwt_groups_string: Literal["list", "one", "space", "comma"] = "list"
+    """How a groups or roles claim that is a string is read: `list` = not at all (only a JSON list grants), `one` =
+    the whole string is one value, `space` = split on spaces, `comma` = split on commas (nothing is trimmed)."""
+    jwt_tenant_claim: str | None = None
+    """JWT claim naming the caller's tenant, whose LLM share it draws on (dotted paths allowed). Unset, or absent
+    from a token: the caller's set of groups is its tenant."""
     jwt_roles_claim: str = "roles"
     """JWT claim that lists the caller's roles (`query`, `admin`)."""
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])
@@ -246,13 +254,32 @@ class ApiSettings(_Section):
     max_head_bytes: int = Field(default=16 * 1024, ge=1024)
     """Largest request line plus headers, however they arrive (431 past it)."""
     llm_share: float = Field(default=0.25, gt=0, le=1)
-    """Share of `llm.max_concurrency` one principal may hold (at least one call); past it that principal alone
-    gets 503, so one caller cannot starve the others."""
+    """Share of `llm.max_concurrency` a tenant is held to while another tenant waits for a slot (at least one
+    call). While slots are free a tenant may borrow them all (docs/api.md, "Fair share")."""
+    llm_queue: int = Field(default=64, ge=0)
+    """Requests that may wait for an LLM slot when every slot is busy; past it, 503 with `Retry-After`."""
+    llm_queue_wait_s: float = Field(default=2.0, ge=0)
+    """Longest a request waits for an LLM slot, in seconds; then 503 with `Retry-After`."""
     auth_failures_per_minute: int = Field(default=10, ge=1)
     """Failed authentications per client address per minute; past it the address gets 429 for every credential,
     valid or not, so the answer reveals nothing about the credential."""
     auth_failure_burst: int = Field(default=20, ge=1)
     """Failed authentications a client address may make at once above the steady rate."""
+    cursor_ttl_s: int = Field(default=3600, ge=60)
+    """Seconds a listing's `next_cursor` stays valid (sealed with the secret `cursor-key`, docs/api.md)."""
+    trusted_proxies: list[str] = Field(default_factory=list, examples=[["10.0.0.0/8"]])
+    """Proxies (JSON list of CIDRs) whose `X-Forwarded-For` names the client. Empty: proxy headers are ignored and
+    the client is the TCP peer (docs/api.md, "Behind a proxy")."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for i, cidr in enumerate(value):
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise ValueError(f"item {i} is not an IP network in CIDR notation (e.g. 10.0.0.0/8)") from None
+        return value
 
 
 class IngestSettings(_Section):

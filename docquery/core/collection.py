@@ -14,6 +14,8 @@ One Qdrant collection holds three kinds of points, told apart by ``kind``:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import uuid
 from collections.abc import Mapping
@@ -44,6 +46,7 @@ def is_valid_collection_name(name: str) -> bool:
 # digit or "/" first (so never the reserved ``__public__``), then letters, digits and ``. _ : @ / + = -``;
 # at most 128. Shared here so that `ask` cannot name a group that no document can carry.
 GROUP_PATTERN = r"[A-Za-z0-9/][A-Za-z0-9._:@/+=-]{0,127}"
+GROUP_NAME_RULE = "1 to 128 ASCII letters, digits or . _ : @ / + = -, starting with a letter, digit or /"
 _GROUP = re.compile(GROUP_PATTERN)
 
 
@@ -92,6 +95,12 @@ class Key(StrEnum):
     DIMENSION = "dimension"
     SCHEMA_VERSION = "schema_version"
     EXTRA = "extra"
+    # A document record's place in listings (integer-indexed, for an ordered scroll: docs/api.md).
+    LIST_KEY = "list_key"
+    # On the meta point: every document record carries LIST_KEY and the integer index exists.
+    LISTING = "listing"
+    # On the meta point: the collection's doc-id key (hex), made with the collection, never rotated.
+    DOC_ID_KEY = "doc_id_key"
 
 
 # acl_groups is not indexed: searches filter on readers, and only document listings filter on the
@@ -133,6 +142,29 @@ class ModelMismatchError(VectorIndexError):
         self.collection = collection
         self.stored = stored
         self.wanted = wanted
+
+
+DOC_ID_KEY_BYTES = 32
+
+
+def document_id(path: object, key: bytes | None) -> str:
+    """A document's id, from its path: HMAC-SHA-256 under the collection's doc-id key, so an id (or a
+    cursor) cannot confirm a guessed path offline. ``key`` None: the unkeyed hash of collections made
+    before the key existed, kept for them so re-ingest stays idempotent (docs/security.md)."""
+    material = f"file\x1f{path}".encode()
+    if key is None:
+        return hashlib.sha256(material).hexdigest()[:32]
+    return hmac.new(key, material, hashlib.sha256).hexdigest()[:32]
+
+
+LISTING_VERSION = 1
+_LIST_KEY_BITS = 52  # exact as a float too (qdrant's range and order values), and collisions are rare
+
+
+def list_key(doc_id: str) -> int:
+    """Where a document comes in listings: listings are ordered by ``(list_key, doc_id)``."""
+    digest = hashlib.sha256(doc_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - _LIST_KEY_BITS)
 
 
 def chunk_point_id(doc_id: str, content_sha256: str, chunk_index: int) -> str:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.collection import PUBLIC_GROUP, is_valid_group_name
 
 
 class Principal(BaseModel):
@@ -18,6 +18,8 @@ class Principal(BaseModel):
     id: str
     groups: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
+    # Who the caller's LLM share is counted against, when the credential names it (docquery.api.fairshare).
+    tenant: str | None = None
 
     def acl(self) -> AclFilter:
         return AclFilter.for_groups(self.groups)
@@ -36,7 +38,9 @@ class AclFilter:
 
     @classmethod
     def for_groups(cls, groups: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> AclFilter:
-        clean = sorted({g.strip() for g in groups if g and g.strip() and g.strip() != PUBLIC_GROUP})
+        # As given, never trimmed: " hr" is not "hr". A name no document can carry (the reserved public
+        # label among them) grants nothing.
+        clean = sorted({g for g in groups if is_valid_group_name(g)})
         if not clean:
             return cls(labels=())
         return cls(labels=(*clean, PUBLIC_GROUP))

@@ -18,6 +18,7 @@ from typing import Any
 
 from qdrant_edge import (
     CountRequest,
+    Direction,
     Distance,
     EdgeConfig,
     EdgeOptimizersConfig,
@@ -29,11 +30,13 @@ from qdrant_edge import (
     Fusion,
     HasIdCondition,
     HnswIndexConfig,
+    IntegerIndexParams,
     KeywordIndexParams,
     MatchAny,
     MatchValue,
     Memory,
     Modifier,
+    OrderBy,
     Point,
     Prefetch,
     QuantizationSearchParams,
@@ -278,6 +281,14 @@ class EdgeEngine:
             records, after = shard.scroll(request)
         return [_found(r) for r in records], after
 
+    def scroll_ordered(self, where: e.Where, *, key: str, start_from: int | None, limit: int) -> list[e.Found]:
+        order = OrderBy(key, Direction.Asc, start_from)
+        where_ = _filter(where)
+        request = ScrollRequest(limit=limit, filter=where_, with_payload=True, with_vector=False, order_by=order)
+        with self._use("scroll") as shard:
+            records, _ = shard.scroll(request)
+        return [_found(r) for r in records]
+
     def count(self, where: e.Where) -> int:
         with self._use("count") as shard:
             return int(shard.count(CountRequest(filter=_filter(where), exact=True)))
@@ -286,6 +297,10 @@ class EdgeEngine:
         for index in IndexTuning.payload_keys():
             params = KeywordIndexParams(enable_hnsw=index.hnsw, is_tenant=index.tenant)
             self._update("create index", UpdateOperation.create_field_index(index.key.value, params))
+
+    def create_order_index(self, key: str) -> None:
+        params = IntegerIndexParams(lookup=False, range=True)
+        self._update("create index", UpdateOperation.create_field_index(key, params))
 
     def flush(self) -> None:
         with self._use("flush") as shard:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from docquery.core.collection import SCHEMA_VERSION, Key, Kind
+from docquery.core.collection import SCHEMA_VERSION, Key, Kind, list_key
 from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
 from docquery.core.ports import TextCipher
 
@@ -68,6 +68,7 @@ def document_payload(record: DocumentRecord) -> dict[str, Any]:
     return {
         Key.KIND: Kind.DOCUMENT.value,
         Key.DOC_ID: record.doc_id,
+        Key.LIST_KEY: list_key(record.doc_id),
         Key.SOURCE: record.source,
         Key.ROOT: record.root,
         Key.TITLE: record.title,

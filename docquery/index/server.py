@@ -319,6 +319,14 @@ class ServerEngine:
             )
         return [_found(r) for r in records], after
 
+    def scroll_ordered(self, where: e.Where, *, key: str, start_from: int | None, limit: int) -> list[e.Found]:
+        order = models.OrderBy(key=key, direction=models.Direction.ASC, start_from=start_from)
+        with _guard("scroll", self._lock):
+            records, _ = self._client.scroll(
+                self.name, scroll_filter=_filter(where), limit=limit, order_by=order, with_payload=True
+            )
+        return [_found(r) for r in records]
+
     def count(self, where: e.Where) -> int:
         with _guard("count", self._lock):
             return int(self._client.count(self.name, count_filter=_filter(where), exact=True).count)
@@ -332,6 +340,12 @@ class ServerEngine:
                     type=models.KeywordIndexType.KEYWORD, enable_hnsw=index.hnsw, is_tenant=index.tenant
                 )
                 self._client.create_payload_index(self.name, index.key.value, schema, wait=True)
+
+    def create_order_index(self, key: str) -> None:
+        with _guard("create index", self._lock), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
+            schema = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
+            self._client.create_payload_index(self.name, key, schema, wait=True)
 
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""

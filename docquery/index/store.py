@@ -8,6 +8,8 @@ runs one suite on both and checks that they return the same hits for the same da
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -15,7 +17,16 @@ from typing import Any
 
 from qdrant_edge import Bm25
 
-from docquery.core.collection import META_POINT_ID, Key, Kind, check_collection_meta, document_point_id
+from docquery.core.collection import (
+    DOC_ID_KEY_BYTES,
+    LISTING_VERSION,
+    META_POINT_ID,
+    Key,
+    Kind,
+    check_collection_meta,
+    document_point_id,
+    list_key,
+)
 from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
 from docquery.core.ports import SearchMode, TextCipher
 from docquery.index import filters
@@ -24,6 +35,7 @@ from docquery.index.fusion import FusionParams
 from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
 from docquery.index.search import HybridSearch, sparse_of
 
+log = logging.getLogger(__name__)
 _META_ID = str(META_POINT_ID)
 _SCROLL_PAGE = 512
 
@@ -44,6 +56,7 @@ class QdrantIndex:
     ) -> None:
         self.name = name
         self._engine = engine
+        self._listing_keyed = False
         self._search = HybridSearch(engine, Bm25(), fusion or FusionParams())
         self.set_cipher(cipher)
         try:
@@ -68,10 +81,34 @@ class QdrantIndex:
         if meta is None:
             if not self._engine.created:
                 self._engine.create_indexes()  # idempotent: finishes a creation that stopped early
-            self._engine.upsert([Point(_META_ID, meta_payload(model_id, dimension))])
+            self._engine.create_order_index(Key.LIST_KEY.value)
+            made = {
+                Key.LISTING.value: LISTING_VERSION,  # empty: every record it gets will carry its key
+                Key.DOC_ID_KEY.value: os.urandom(DOC_ID_KEY_BYTES).hex(),  # kept with the collection, for good
+            }
+            self._engine.upsert([Point(_META_ID, meta_payload(model_id, dimension, made))])
             self._engine.flush()
             meta = self.read_meta() or {}
         check_collection_meta(self.name, meta, model_id, dimension)
+        if Key.DOC_ID_KEY.value not in meta:
+            log.warning(
+                "collection %r has no doc-id key (made before keyed ids): its doc_ids are unkeyed hashes of paths, "
+                "which confirm a guessed path; re-ingest into a new collection to key them (docs/security.md)",
+                self.name,
+            )
+
+    def doc_id_key(self) -> bytes | None:
+        """The collection's doc-id key, or None for a collection made before keyed ids (unkeyed ids)."""
+        value = (self.read_meta() or {}).get(Key.DOC_ID_KEY.value)
+        return bytes.fromhex(value) if isinstance(value, str) else None
+
+    def ensure_doc_id_key(self) -> bytes | None:
+        """For a writer: the key, made now when the collection has no document yet (no id to keep)."""
+        key = self.doc_id_key()
+        if key is not None or self._engine.count(Where(must=(filters.kind(Kind.DOCUMENT),))):
+            return key
+        self.update_meta({Key.DOC_ID_KEY.value: os.urandom(DOC_ID_KEY_BYTES).hex()})
+        return self.doc_id_key()  # as stored: a concurrent writer's, if it won
 
     def read_meta(self) -> dict[str, Any] | None:
         records = self._engine.retrieve([_META_ID])
@@ -159,6 +196,8 @@ class QdrantIndex:
 
     def put_documents(self, records: Sequence[DocumentRecord]) -> None:
         if records:
+            if not self._listing_keyed:
+                self.key_listing()  # the writer migrates a collection from before ordered listings
             self._engine.upsert([Point(document_point_id(r.doc_id), document_payload(r)) for r in records])
 
     def delete_document(self, doc_id: str) -> int:
@@ -176,6 +215,54 @@ class QdrantIndex:
             must.append(Match(Key.ROOT.value, (root,)))
         found = self._scroll(Where(must=tuple(must)), with_payload=True)
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
+
+    def list_page(self, *, acl: AclFilter, after: str | None, limit: int) -> tuple[list[DocumentRecord], bool]:
+        """Up to ``limit`` records ``acl`` may see, in ``(list_key, doc_id)`` order after the record ``after``,
+        and whether more follow.
+
+        An ordered scroll over the integer index of ``list_key`` reads from the cursor's key on, about a
+        page of records; a collection written before that key existed (no ``listing`` mark on its meta
+        point) is read whole and sorted, until an ingest writes a record and so migrates it.
+        """
+        if acl.allows_nothing:
+            return [], False
+        where = Where(must=(filters.kind(Kind.DOCUMENT), filters.groups(acl)))
+        if not self.listing_keyed():
+            every = (document_from_payload(p.payload) for p in self._scroll(where, with_payload=True))
+            return _page_after(sorted(every, key=_order), after, limit)
+        start = list_key(after) if after is not None else None
+        want = limit + 1
+        while True:
+            found = self._engine.scroll_ordered(where, key=Key.LIST_KEY.value, start_from=start, limit=want)
+            records = sorted((document_from_payload(p.payload) for p in found), key=_order)
+            page, more = _page_after(records, after, limit)
+            if len(found) < want:
+                return page, more  # the end of the listing
+            # What was read is every record below its last key: the page is complete when it ends below it
+            # (records of one key come in no set order, so the last key's may be partly read).
+            if len(page) == limit and list_key(records[-1].doc_id) != list_key(page[-1].doc_id):
+                return page, True
+            want *= 2
+
+    def listing_keyed(self) -> bool:
+        """Every document record carries its list key (read each time: an ingest may migrate meanwhile)."""
+        self._listing_keyed = (self.read_meta() or {}).get(Key.LISTING.value) == LISTING_VERSION
+        return self._listing_keyed
+
+    def key_listing(self) -> int:
+        """Give every document record its list key and the collection the index; returns how many were keyed."""
+        if self.listing_keyed():
+            return 0
+        self._engine.create_order_index(Key.LIST_KEY.value)
+        keyed = 0
+        for p in self._scroll(Where(must=(filters.kind(Kind.DOCUMENT),)), with_payload=True):
+            doc_id = str(p.payload.get(Key.DOC_ID, ""))
+            if p.payload.get(Key.LIST_KEY.value) != list_key(doc_id):
+                self._engine.set_payload({Key.LIST_KEY.value: list_key(doc_id)}, ids=[p.id])
+                keyed += 1
+        self.update_meta({Key.LISTING.value: LISTING_VERSION})
+        self._listing_keyed = True
+        return keyed
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
         # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks
@@ -196,3 +283,15 @@ class QdrantIndex:
             out.extend(page)
             if offset is None:
                 return out
+
+
+def _order(record: DocumentRecord) -> tuple[int, str]:
+    return (list_key(record.doc_id), record.doc_id)
+
+
+def _page_after(records: list[DocumentRecord], after: str | None, limit: int) -> tuple[list[DocumentRecord], bool]:
+    """The first ``limit`` of ``records`` (sorted by ``_order``) past ``after``, and whether more follow."""
+    if after is not None:
+        mark = (list_key(after), after)
+        records = [r for r in records if _order(r) > mark]
+    return records[:limit], len(records) > limit

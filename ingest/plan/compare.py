@@ -27,17 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.collection import PUBLIC_GROUP, document_id
 from docquery.core.domain import DocumentRecord
 from ingest.discover.acl import AclResolver
 from ingest.discover.walk import Discovery, Filters, Shard
 from ingest.model import EXTRA_PATH, EXTRA_PIPELINE, FileRejected, PlannedDoc, SourceFile
 from ingest.prepare.loaders import SNIFF_BYTES, kind_for, precheck
 from ingest.reading import OpenedFile, open_planned
-
-
-def doc_id_for(path: Path) -> str:
-    return hashlib.sha256(f"file\x1f{path}".encode()).hexdigest()[:32]
 
 
 def sha256_rest(opened: OpenedFile, head: bytes) -> str:
@@ -96,7 +92,9 @@ def build_plan(
     delete_missing: bool,
     filters: Filters,
     shard: Shard,
+    doc_id_key: bytes | None = None,
 ) -> Plan:
+    """``doc_id_key``: the collection's (``QdrantIndex.ensure_doc_id_key``); None derives unkeyed ids."""
     plan = Plan(failed=list(discovery.rejected), skipped=list(discovery.skipped))
     by_id = {r.doc_id: r for r in records}
     for found in discovery.files:
@@ -122,7 +120,7 @@ def build_plan(
             plan.failed.append((str(found.path), f"cannot read file ({exc.strerror or type(exc).__name__})"))
             continue
         src = replace(found, kind=kind)
-        doc_id = doc_id_for(src.path)
+        doc_id = document_id(src.path, doc_id_key)
         prev = by_id.get(doc_id)
         planned = PlannedDoc(source=src, doc_id=doc_id, content_sha256=sha, previous=prev, identity=identity)
         if prev is None:
@@ -152,6 +150,7 @@ def stale_acls(
     resolver: AclResolver,
     filters: Filters,
     shard: Shard,
+    doc_id_key: bytes | None = None,
 ) -> list[StaleAcl]:
     """Indexed documents that keep their current chunks for now, and whose ACL must change first.
 
@@ -164,7 +163,7 @@ def stale_acls(
     """
     out: list[StaleAcl] = []
     updating = {p.doc_id: p.source for p in plan.update}
-    settled = {doc_id_for(s.path) for s in plan.unchanged} | {prev.doc_id for _, prev in plan.acl_update}
+    settled = {document_id(s.path, doc_id_key) for s in plan.unchanged} | {prev.doc_id for _, prev in plan.acl_update}
     deleting = {r.doc_id for r in plan.delete}
     for record in records:
         if record.doc_id in settled or record.doc_id in deleting:

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from docquery.core.collection import list_key
 from tests.support.api_harness import Harness, bearer
 from tests.support.fixtures import harness_fixture
 
 ENG = bearer("tok-alice-eng")
 HR = bearer("tok-bob-hr")
-ENG_DOCS = [f"eng-{i:02d}" for i in range(23)]
-HR_DOCS = [f"hr-{i:02d}" for i in range(5)]
+ENG_DOCS = sorted((f"eng-{i:02d}" for i in range(23)), key=lambda d: (list_key(d), d))  # the listing order
+HR_DOCS = sorted((f"hr-{i:02d}" for i in range(5)), key=lambda d: (list_key(d), d))
 
 
 def _mark_one_pending(harness: Harness) -> None:
@@ -53,7 +54,7 @@ def _walk(h: Harness, auth: dict[str, str], limit: int) -> list[dict[str, Any]]:
 @given(limit=st.integers(min_value=1, max_value=30))
 def test_pages_cover_every_visible_document_once_in_order(h: Harness, limit: int) -> None:
     ids = [d["doc_id"] for d in _walk(h, ENG, limit)]
-    assert ids == ENG_DOCS  # each once, in doc_id order, none of hr's
+    assert ids == ENG_DOCS  # each once, in listing order, none of hr's
     assert [d["doc_id"] for d in _walk(h, HR, limit)] == HR_DOCS
 
 
@@ -68,11 +69,24 @@ def test_each_document_has_its_ingest_state(h: Harness) -> None:
     assert set(states.values()) == {"complete"}
 
 
-def test_a_cursor_cannot_reach_other_groups_documents(h: Harness) -> None:
-    # A cursor is only a position: one made from another group's id still lists only the caller's documents.
+def _refusal(h: Harness, cursor: str, auth: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    r = h.client.get("/v1/documents", params={"cursor": cursor, "limit": 2}, headers=auth)
+    error = dict(r.json()["error"])
+    error.pop("request_id")
+    return r.status_code, error
+
+
+def test_a_cursor_is_the_callers_alone_and_forgeries_read_as_garbage(h: Harness) -> None:
+    own = h.client.get("/v1/documents", params={"limit": 2}, headers=ENG).json()["next_cursor"]
+    assert own and own.encode() != base64.urlsafe_b64encode(ENG_DOCS[1].encode()).rstrip(b"=")  # not the doc_id
+    garbage = _refusal(h, "x" * len(own), ENG)
+    assert garbage[0] == 422 and "cursor" in garbage[1]["message"]
+    # Another principal replaying it, a cursor made from a doc_id (the old format), one character changed.
     forged = base64.urlsafe_b64encode(b"hr-00").decode().rstrip("=")
-    docs = h.client.get("/v1/documents", params={"cursor": forged}, headers=ENG).json()["documents"]
-    assert {d["doc_id"] for d in docs} <= set(ENG_DOCS)
+    changed = own[:10] + ("A" if own[10] != "A" else "B") + own[11:]
+    for cursor, auth in [(own, HR), (own, bearer("tok-root-admin")), (forged, ENG), (changed, ENG)]:
+        assert _refusal(h, cursor, auth) == garbage
+    assert h.client.get("/v1/documents", params={"cursor": own}, headers=ENG).status_code == 200
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 The file holds only SHA-256 hex digests of the full tokens::
 
-    [{"id": "ci-bot", "sha256": "<64 hex>", "groups": ["eng"], "roles": ["query"]}]
+    [{"id": "ci-bot", "sha256": "<64 hex>", "groups": ["eng"], "roles": ["query"], "tenant": "eng-tools"}]
+
+``tenant`` (optional) names whose LLM share the key draws on; without it, its set of groups does.
 
 Rotation: an operator (through Vault) first lists the old and the new key
 together (the overlap window, both valid), then drops the old one. The file is
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from docquery.core.collection import GROUP_NAME_RULE, is_valid_group_name
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,7 @@ class ApiKeyEntry:
     id: str
     groups: frozenset[str]
     roles: frozenset[str]
+    tenant: str | None = None
 
 
 class ApiKeyFileError(ValueError):
@@ -65,7 +69,12 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise ApiKeyFileError(f"entry {i}: sha256 must be 64 hex characters")
         groups = _string_set(raw.get("groups", []), f"entry {i}: groups")
+        if not all(is_valid_group_name(g) for g in groups):
+            raise ApiKeyFileError(f"entry {i}: groups: {GROUP_NAME_RULE}")
         roles = _string_set(raw.get("roles", []), f"entry {i}: roles")
+        tenant = raw.get("tenant")
+        if tenant is not None and not (isinstance(tenant, str) and tenant and tenant == tenant.strip()):
+            raise ApiKeyFileError(f"entry {i}: tenant must be a non-empty string without surrounding spaces")
         raw_digest = bytes.fromhex(digest)
         if raw_digest in seen_digests:
             # Two entries for one token would make its groups ambiguous.
@@ -74,14 +83,15 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
             log.warning("api key id %r appears more than once (allowed during rotation)", key_id)
         seen_digests.add(raw_digest)
         seen_ids.add(key_id)
-        table.append((raw_digest, ApiKeyEntry(key_id, groups, roles)))
+        table.append((raw_digest, ApiKeyEntry(key_id, groups, roles, tenant)))
     return tuple(table)
 
 
 def _string_set(value: Any, where: str) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ApiKeyFileError(f"{where} must be a list of non-empty strings")
-    return frozenset(v.strip() for v in value)
+    # Taken as written, never trimmed: the ACL compares exactly, so " hr" would silently match nothing.
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and v == v.strip() for v in value):
+        raise ApiKeyFileError(f"{where} must be a list of non-empty strings without surrounding spaces")
+    return frozenset(value)
 
 
 class ApiKeyVerifier:

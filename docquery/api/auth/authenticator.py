@@ -8,7 +8,8 @@
 * a JWT is verified against ``jwks.json`` from the secrets dir: signature
   (algorithms from settings only; never ``none``, never HS* with a public key),
   issuer, audience, expiry and not-before. Groups and roles come from the
-  configured claims (dotted paths allowed, e.g. ``realm_access.roles``).
+  configured claims (dotted paths allowed, e.g. ``realm_access.roles``), as issued
+  (:mod:`docquery.api.auth.claims`).
 
 Failures: 401 when the credential is missing or invalid (the caller is
 unknown), 403 when it is valid but lacks the role (the caller is known and
@@ -27,6 +28,7 @@ from typing import Any
 import jwt
 
 from docquery.api.auth.apikeys import ApiKeyVerifier
+from docquery.api.auth.claims import Refused, StringClaim, claim_at, group_set, role_set
 from docquery.config.settings import AuthSettings
 from docquery.core.domain import Principal
 from docquery.secrets import SecretsError, SecretSource
@@ -43,10 +45,13 @@ _ALLOWED_ALGS = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", 
 class JwtVerifier:
     """Verifies OIDC JWTs against a JWKS file read through the secret source."""
 
-    def __init__(self, settings: AuthSettings, source: SecretSource) -> None:
+    def __init__(self, settings: AuthSettings, source: SecretSource, refused: Refused | None = None) -> None:
         self._s = settings
         self._source = source
         self._algs = [a for a in settings.jwt_algorithms if a in _ALLOWED_ALGS]
+        self._split = StringClaim(settings.jwt_groups_string)
+        self._refused = refused or (lambda n: None)
+        self._warned: set[str] = set()  # issuers already logged for refused group values
         self._lock = threading.Lock()
         self._version: int | object | None = object()
         self._keys: dict[str, Any] = {}  # kid -> PyJWK ("" when the JWKS has one key without kid)
@@ -61,11 +66,27 @@ class JwtVerifier:
         sub = claims.get("sub")
         if not isinstance(sub, str) or not sub:
             return None
+        issuer = str(claims.get("iss"))
+        groups = claim_at(claims, self._s.jwt_groups_claim)
+        tenant = claim_at(claims, self._s.jwt_tenant_claim) if self._s.jwt_tenant_claim else None
         return Principal(
             id=f"jwt:{sub}",
-            groups=_string_set(_claim(claims, self._s.jwt_groups_claim)),
-            roles=_string_set(_claim(claims, self._s.jwt_roles_claim)),
+            tenant=tenant if isinstance(tenant, str) and tenant else None,
+            groups=group_set(groups, self._split, lambda n: self._refuse(issuer, n)),
+            roles=role_set(claim_at(claims, self._s.jwt_roles_claim), self._split),
         )
+
+    def _refuse(self, issuer: str, count: int) -> None:
+        self._refused(count)
+        if issuer not in self._warned:
+            self._warned.add(issuer)  # once per issuer: a log line per request would flood, the metric counts
+            log.warning(
+                "jwt from issuer %r carries %s values that are not valid group names (or a %s claim that is not "
+                "a list); they grant nothing (docs/api.md, 'Groups and the ACL')",
+                issuer,
+                self._s.jwt_groups_claim,
+                self._s.jwt_groups_claim,
+            )
 
     def _claims(self, token: str) -> dict[str, Any] | None:
         keys = self._current_keys() if self._s.jwt_issuer and self._s.jwt_audience else {}
@@ -129,25 +150,6 @@ class JwtVerifier:
         return keys
 
 
-def _claim(claims: dict[str, Any], path: str) -> Any:
-    value: Any = claims
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
-def _string_set(value: Any) -> frozenset[str]:
-    if isinstance(value, str):
-        items: list[Any] = value.replace(",", " ").split()
-    elif isinstance(value, list):
-        items = value
-    else:
-        return frozenset()
-    return frozenset(v.strip() for v in items if isinstance(v, str) and v.strip())
-
-
 def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2 and token.startswith("eyJ")
 
@@ -155,9 +157,10 @@ def looks_like_jwt(token: str) -> bool:
 class Authenticator:
     """Turns a bearer token into a verified :class:`Principal`, or None."""
 
-    def __init__(self, settings: AuthSettings, source: SecretSource) -> None:
+    def __init__(self, settings: AuthSettings, source: SecretSource, refused: Refused | None = None) -> None:
+        """``refused``: told how many group values a token carried that grant nothing (the metric)."""
         self.api_keys = ApiKeyVerifier(source, settings.api_keys_file)
-        self.jwt = JwtVerifier(settings, source)
+        self.jwt = JwtVerifier(settings, source, refused)
 
     def configured(self) -> bool:
         """True when at least one method can accept a credential (for the prod start check)."""
@@ -172,7 +175,7 @@ class Authenticator:
         entry = self.api_keys.verify(token)
         if entry is None:
             return None
-        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles)
+        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles, tenant=entry.tenant)
 
 
 def _bearer(header: str | None) -> str | None:

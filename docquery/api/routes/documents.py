@@ -1,20 +1,19 @@
 """``GET /v1/documents`` (what the caller may see, paged) and ``DELETE /v1/documents/{doc_id}`` (admin).
 
-Paging is by keyset: documents come in ``doc_id`` order and the cursor is the
-last ``doc_id`` of a page, encoded. A page stays correct while ingest adds or
-removes documents (no offset drift), and a cursor names nothing the caller
-could not see on the page it came from.
+Paging is by keyset: documents come in the index's listing order and the cursor
+is the last ``doc_id`` of a page, sealed for the caller (docquery.api.cursors). A
+page stays correct while ingest adds or removes documents (no offset drift), and
+a cursor names nothing the caller could not see on the page it came from.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from docquery.api.cursors import CursorSealer
 from docquery.api.deps import AdminCall, QueryCall
 from docquery.api.errors import ApiError
 from docquery.api.schemas import DeleteResult, DocumentInfo, DocumentList
@@ -23,18 +22,10 @@ router = APIRouter(prefix="/v1")
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 500
-_MAX_CURSOR_CHARS = 1024  # a base64url doc_id of at most 512 characters of UTF-8, with room
-
-
-def encode_cursor(doc_id: str) -> str:
-    return base64.urlsafe_b64encode(doc_id.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, ValueError):
-        raise ApiError(422, "invalid request: cursor: not a next_cursor from this API") from None
+_MAX_CURSOR_CHARS = 4096  # a sealed doc_id of at most 512 characters (2 KiB of UTF-8), with room
+LISTING = "documents"
+# One answer for every cursor that does not open, so none can be told apart (another caller's included).
+BAD_CURSOR = "invalid request: cursor: not a next_cursor of this listing for this caller, or expired"
 
 
 @router.get("/documents", response_model=DocumentList)
@@ -49,12 +40,15 @@ async def list_documents(
     ] = None,
 ) -> DocumentList:
     principal, c, ctx = call.principal, call.components, call.ctx
-    after = decode_cursor(cursor) if cursor is not None else None
+    sealer: CursorSealer = call.request.app.state.cursors
+    after = None
+    if cursor is not None:
+        after = sealer.open(cursor, principal_id=principal.id, listing=LISTING)
+        if after is None:
+            raise ApiError(422, BAD_CURSOR)
     # The ACL filter goes into the index query itself, from the verified principal.
-    found = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
-    if after is not None:
-        found = [r for r in found if r.doc_id > after]
-    records, more = found[:limit], len(found) > limit
+    # One page read from the index, in its order, from the cursor on (docquery.index.store.list_page).
+    records, more = await asyncio.to_thread(c.index.list_page, acl=principal.acl(), after=after, limit=limit)
     ctx.doc_ids = [r.doc_id for r in records]
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would
@@ -73,7 +67,7 @@ async def list_documents(
         )
         for r in records
     ]
-    next_cursor = encode_cursor(records[-1].doc_id) if more else None
+    next_cursor = sealer.seal(records[-1].doc_id, principal_id=principal.id, listing=LISTING) if more else None
     return DocumentList(documents=docs, next_cursor=next_cursor, request_id=ctx.request_id)
 
 

@@ -140,7 +140,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
     top_k = check_top_k(None, settings)
     trace = ctx.use_trace()
     slot = call.llm_slot()
-    slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
+    await slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
     question = await c.pipeline.standalone(question, history, principal, trace=trace)
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:

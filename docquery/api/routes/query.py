@@ -36,7 +36,7 @@ async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     history = check_history(body.history, settings)
     trace = ctx.use_trace()
     slot = call.llm_slot()
-    slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
+    await slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
     question = await c.pipeline.standalone(question, history, principal, trace=trace)
     if not body.stream:
         async with slot:
