@@ -383,3 +383,48 @@ class CheckovRun:
     def summary(self) -> dict[str, int]:
         keys = ("passed", "failed", "skipped", "parsing_errors")
         return {k: sum(rep.get("summary", {}).get(k, 0) for rep in self.reports) for k in keys}
+
+
+# ---- what plain NetworkPolicy allows between two pods of the namespace -------------
+
+
+def _rule_allows(rule: dict[str, Any], side: str, peer_labels: dict[str, str], port: int) -> bool:
+    peers = rule.get(side)
+    ports = rule.get("ports")
+    port_ok = not ports or any(p.get("protocol", "TCP") == "TCP" and p.get("port") in (None, port) for p in ports)
+    if not port_ok:
+        return False
+    if not peers:  # no 'to'/'from': every peer
+        return True
+    return any(_same_namespace_peer(peer, peer_labels) for peer in peers)
+
+
+def _same_namespace_peer(peer: dict[str, Any], labels: dict[str, str]) -> bool:
+    if "ipBlock" in peer:
+        return False
+    ns = peer.get("namespaceSelector")
+    if ns is not None and not selector_matches(ns, {"kubernetes.io/metadata.name": NAMESPACE}):
+        return False
+    return selector_matches(peer.get("podSelector", {}), labels)
+
+
+def tcp_allowed(docs: list[dict[str, Any]], src: dict[str, str], dst: dict[str, str], port: int) -> bool:
+    """Whether the namespace's NetworkPolicies let a pod labelled src open TCP `port` on one labelled dst."""
+
+    def direction(kind: str, subject: dict[str, str], side: str, peer: dict[str, str]) -> bool:
+        governing = [
+            np
+            for np in docs
+            if np.get("kind") == "NetworkPolicy"
+            and kind in policy_types(np)
+            and selector_matches((np.get("spec") or {}).get("podSelector", {}), subject)
+        ]
+        if not governing:
+            return True  # not isolated in that direction
+        return any(
+            _rule_allows(rule, side, peer, port)
+            for np in governing
+            for rule in (np.get("spec") or {}).get(kind.lower()) or []
+        )
+
+    return direction("Egress", src, "to", dst) and direction("Ingress", dst, "from", src)
