@@ -385,6 +385,17 @@ class CheckovRun:
         return {k: sum(rep.get("summary", {}).get(k, 0) for rep in self.reports) for k in keys}
 
 
+def min_pods(docs: list[dict[str, Any]], doc: dict[str, Any]) -> int:
+    """The fewest pods a Deployment/StatefulSet runs: an HPA's minReplicas where one owns it."""
+    for hpa in docs:
+        if hpa.get("kind") != "HorizontalPodAutoscaler":
+            continue
+        ref = hpa["spec"]["scaleTargetRef"]
+        if (ref["kind"], ref["name"]) == (doc["kind"], doc["metadata"]["name"]):
+            return int(hpa["spec"].get("minReplicas", 1))
+    return int(doc["spec"].get("replicas", 1))
+
+
 # ---- what plain NetworkPolicy allows between two pods of the namespace -------------
 
 
