@@ -42,7 +42,7 @@ TOOL_PATHS = {
 }
 
 # Kinds without a schema in kubernetes-validate; checked by this suite instead.
-CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor"}
+CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor", "VolumeSnapshot"}
 # Cluster-scoped kinds the bundle ships (no namespace).
 CLUSTER_KINDS = {"Namespace", "PriorityClass"}
 
@@ -121,12 +121,20 @@ def ingest_dir(name: str) -> Path | None:
     return d if (d / "kustomization.yaml").is_file() else None
 
 
+def models_dirs(name: str) -> list[Path]:
+    """overlays/<o>/models (the weight loader) and the snapshot taken of its volume."""
+    if not name.startswith("overlay-"):
+        return []
+    d = K8S / "overlays" / name[len("overlay-") :] / "models"
+    return [d, K8S / "base" / "models-snapshot"] if (d / "kustomization.yaml").is_file() else []
+
+
 def render_combo(kubectl: Path, name: str, scratch: Path) -> str:
-    """What is in the cluster for one combination: an overlay plus its ingest run."""
+    """What is in the cluster for one combination: an overlay plus its ingest run and model load."""
     text = render(kubectl, kustomization_dir(name, scratch))
-    extra = ingest_dir(name)
-    if extra is not None:
-        text += "---\n" + render(kubectl, extra)
+    for extra in [ingest_dir(name), *models_dirs(name)]:
+        if extra is not None:
+            text += "---\n" + render(kubectl, extra)
     return text
 
 

@@ -45,13 +45,16 @@ def _overlay_kustomizations() -> list[tuple[str, dict]]:
         ingest = ds.ingest_dir(f"overlay-{name}")
         if ingest is not None:
             out.append((f"{name}/ingest", yaml.safe_load((ingest / "kustomization.yaml").read_text())))
+        models = ds.K8S / "overlays" / name / "models" / "kustomization.yaml"
+        if models.is_file():
+            out.append((f"{name}/models", yaml.safe_load(models.read_text())))
     return out
 
 
 def test_overlays_only_combine() -> None:
     allowed_keys = {"apiVersion", "kind", "resources", "components", "replicas", "patches"}
     for name, k in _overlay_kustomizations():
-        up = "../../../" if name.endswith("/ingest") else "../../"
+        up = "../../../" if "/" in name else "../../"
         assert set(k) <= allowed_keys, (name, set(k) - allowed_keys)
         assert all(r.startswith(up + "base") for r in k.get("resources", []))
         assert all(c.startswith(up + "components/") for c in k.get("components", []))
