@@ -38,6 +38,7 @@ OVERLAYS: dict[str, tuple[str, ...]] = {
         "base",
         "gpu-dra",
         "autoscaling",
+        "monitoring",
         "cilium-egress",
         "models-from-snapshot",
     ),

@@ -124,6 +124,9 @@ def _create(cluster: Cluster, step: str, doc: dict[str, Any]) -> None:
     for w in ds.workloads([doc]):
         for key, why in pod_references(w.pod.spec):
             cluster.need(step, key, f"{kind}/{name} {why}")
+        tls = w.pod.annotations.get("vault.hashicorp.com/tls-secret")
+        if tls:  # the injector mounts it into the agents: the pod cannot start without it
+            cluster.need(step, ("Secret", tls), f"{kind}/{name} vault.hashicorp.com/tls-secret")
         if kind == "Job":
             for claim in _writable_claims(w.pod.spec):
                 cluster.writers[claim] = (kind, name)

@@ -56,6 +56,7 @@ WAIT_LOAD = "kubectl -n docquery wait --for=condition=complete job/docquery-mode
 SNAP = "kubectl apply -k deploy/k8s/base/models-snapshot"
 WAIT_SNAP = "kubectl -n docquery wait --for=jsonpath={.status.readyToUse}=true volumesnapshot/docquery-models-v1"
 PROD = "kubectl apply -k deploy/k8s/overlays/prod"
+CA = "kubectl -n docquery create secret generic vault-ca --from-file=ca.crt=vault-ca.pem"
 
 
 @pytest.mark.parametrize(
@@ -69,6 +70,8 @@ PROD = "kubectl apply -k deploy/k8s/overlays/prod"
         (_cmds(NS, LOAD, SNAP), "needs Job/docquery-models-load finished"),
         (_cmds(NS, LOAD, WAIT_LOAD, SNAP, PROD), "needs VolumeSnapshot/docquery-models-v1 finished"),
         (_cmds("kubectl -n docquery rollout status deployment/docquery-query", PROD), "rollout"),
+        # The agents' CA Secret missing when the injected pods are created.
+        (_cmds(NS, LOAD, WAIT_LOAD, SNAP, WAIT_SNAP, PROD), "tls-secret needs Secret/vault-ca"),
     ],
 )
 def test_orders_that_cannot_work_are_refused(render: Any, commands: list[list[str]], problem: str) -> None:
@@ -77,7 +80,7 @@ def test_orders_that_cannot_work_are_refused(render: Any, commands: list[list[st
 
 
 def test_the_right_order_passes(render: Any) -> None:
-    assert install_order.run(_cmds(NS, LOAD, WAIT_LOAD, SNAP, WAIT_SNAP, PROD), render, _cluster()) == []
+    assert install_order.run(_cmds(NS, CA, LOAD, WAIT_LOAD, SNAP, WAIT_SNAP, PROD), render, _cluster()) == []
 
 
 def test_a_kind_without_its_crd_is_refused(render: Any) -> None:

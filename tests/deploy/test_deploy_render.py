@@ -255,7 +255,7 @@ def test_operator_expectations(renderings: dict[str, Rendering]) -> None:
         assert classes["docquery-serving"]["value"] > classes["docquery-batch"]["value"]
         assert classes["docquery-batch"]["preemptionPolicy"] == "Never"
         for w in ds.workloads(r.docs):
-            expected = "docquery-batch" if w.kind == "Job" else "docquery-serving"
+            expected = "docquery-batch" if w.kind in ("Job", "CronJob") else "docquery-serving"
             assert w.pod.spec.get("priorityClassName") == expected, (r.name, w.name)
         assert r.of_kind("LimitRange"), r.name
         query = r.get("Deployment", "docquery-query")
