@@ -26,6 +26,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "base": ("injector", "vault", "gateway-api", "gateway"),
     "gpu-dra": ("dra-api", "dra-driver"),
     "multinode-vllm": ("lws", "workload-api", "gang-gate"),
+    "multinode-vllm-tp": ("lws", "workload-api", "gang-gate"),
     "autoscaling": ("metrics-server", "external-metrics"),
     "monitoring": ("prometheus-operator",),
     "cilium-egress": ("cilium",),

@@ -222,7 +222,12 @@ def world_egress(np: dict[str, Any]) -> list[str]:
 
 # ---- the README flow table -------------------------------------------------------
 
-FLOW_COLUMNS = {"overlay-dev": "dev", "overlay-prod": "prod", "component-multinode-vllm": "multinode"}
+FLOW_COLUMNS = {
+    "overlay-dev": "dev",
+    "overlay-prod": "prod",
+    "component-multinode-vllm": "multinode",
+    "component-multinode-vllm-tp": "multinode",  # the same pods and policies, another layout
+}
 ALL_PODS = "all docquery pods"
 
 
