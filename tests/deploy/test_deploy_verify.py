@@ -143,6 +143,10 @@ def test_each_missing_prerequisite_is_named(state: dict[str, Any], expected: str
     assert all(m == expected or m.startswith("CRD volumesnapshot") for m in _missing(state))
 
 
+def test_an_external_vault_needs_no_vault_pods() -> None:
+    assert _missing(_without(vault_pods=0), "prod", ("vault-external",)) == []
+
+
 def test_dev_needs_no_gpu_or_snapshot_machinery() -> None:
     bare = _without(crds=list(verify.CRDS["gateway-api"]), api_versions=["v1"], deviceclass=False, slices=[], gates={})
     assert _missing(bare, "dev", ()) == []
