@@ -86,3 +86,20 @@ def test_the_right_order_passes(render: Any) -> None:
 def test_a_kind_without_its_crd_is_refused(render: Any) -> None:
     problems = install_order.run(_cmds(NS, PROD), render, _cluster(without="ciliumnetworkpolicies.cilium.io"))
     assert any("no CiliumNetworkPolicy API" in p for p in problems), problems
+
+
+def test_the_models_volume_can_hold_the_snapshot(renderings: dict[str, ds.Rendering]) -> None:
+    """A PVC restored from a snapshot must request at least the snapshot's restoreSize,
+    which is the staging volume's size."""
+
+    def gib(pvc: dict[str, Any]) -> int:
+        size = pvc["spec"]["resources"]["requests"]["storage"]
+        assert size.endswith("Gi"), size
+        return int(size[:-2])
+
+    r = renderings["overlay-prod"]
+    snap = r.get("VolumeSnapshot", "docquery-models-v1")
+    staging = r.get("PersistentVolumeClaim", snap["spec"]["source"]["persistentVolumeClaimName"])
+    models = r.get("PersistentVolumeClaim", "docquery-models")
+    assert models["spec"]["dataSource"]["name"] == snap["metadata"]["name"]
+    assert gib(models) >= gib(staging)
