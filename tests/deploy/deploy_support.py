@@ -42,7 +42,7 @@ TOOL_PATHS = {
 }
 
 # Kinds without a schema in kubernetes-validate; checked by this suite instead.
-CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor"}
+CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor", "VolumeSnapshot"}
 # Cluster-scoped kinds the bundle ships (no namespace).
 CLUSTER_KINDS = {"Namespace", "PriorityClass"}
 
@@ -121,12 +121,20 @@ def ingest_dir(name: str) -> Path | None:
     return d if (d / "kustomization.yaml").is_file() else None
 
 
+def models_dirs(name: str) -> list[Path]:
+    """overlays/<o>/models (the weight loader) and the snapshot taken of its volume."""
+    if not name.startswith("overlay-"):
+        return []
+    d = K8S / "overlays" / name[len("overlay-") :] / "models"
+    return [d, K8S / "base" / "models-snapshot"] if (d / "kustomization.yaml").is_file() else []
+
+
 def render_combo(kubectl: Path, name: str, scratch: Path) -> str:
-    """What is in the cluster for one combination: an overlay plus its ingest run."""
+    """What is in the cluster for one combination: an overlay plus its ingest run and model load."""
     text = render(kubectl, kustomization_dir(name, scratch))
-    extra = ingest_dir(name)
-    if extra is not None:
-        text += "---\n" + render(kubectl, extra)
+    for extra in [ingest_dir(name), *models_dirs(name)]:
+        if extra is not None:
+            text += "---\n" + render(kubectl, extra)
     return text
 
 
@@ -214,7 +222,12 @@ def world_egress(np: dict[str, Any]) -> list[str]:
 
 # ---- the README flow table -------------------------------------------------------
 
-FLOW_COLUMNS = {"overlay-dev": "dev", "overlay-prod": "prod", "component-multinode-vllm": "multinode"}
+FLOW_COLUMNS = {
+    "overlay-dev": "dev",
+    "overlay-prod": "prod",
+    "component-multinode-vllm": "multinode",
+    "component-multinode-vllm-tp": "multinode",  # the same pods and policies, another layout
+}
 ALL_PODS = "all docquery pods"
 
 
@@ -383,3 +396,59 @@ class CheckovRun:
     def summary(self) -> dict[str, int]:
         keys = ("passed", "failed", "skipped", "parsing_errors")
         return {k: sum(rep.get("summary", {}).get(k, 0) for rep in self.reports) for k in keys}
+
+
+def min_pods(docs: list[dict[str, Any]], doc: dict[str, Any]) -> int:
+    """The fewest pods a Deployment/StatefulSet runs: an HPA's minReplicas where one owns it."""
+    for hpa in docs:
+        if hpa.get("kind") != "HorizontalPodAutoscaler":
+            continue
+        ref = hpa["spec"]["scaleTargetRef"]
+        if (ref["kind"], ref["name"]) == (doc["kind"], doc["metadata"]["name"]):
+            return int(hpa["spec"].get("minReplicas", 1))
+    return int(doc["spec"].get("replicas", 1))
+
+
+# ---- what plain NetworkPolicy allows between two pods of the namespace -------------
+
+
+def _rule_allows(rule: dict[str, Any], side: str, peer_labels: dict[str, str], port: int) -> bool:
+    peers = rule.get(side)
+    ports = rule.get("ports")
+    port_ok = not ports or any(p.get("protocol", "TCP") == "TCP" and p.get("port") in (None, port) for p in ports)
+    if not port_ok:
+        return False
+    if not peers:  # no 'to'/'from': every peer
+        return True
+    return any(_same_namespace_peer(peer, peer_labels) for peer in peers)
+
+
+def _same_namespace_peer(peer: dict[str, Any], labels: dict[str, str]) -> bool:
+    if "ipBlock" in peer:
+        return False
+    ns = peer.get("namespaceSelector")
+    if ns is not None and not selector_matches(ns, {"kubernetes.io/metadata.name": NAMESPACE}):
+        return False
+    return selector_matches(peer.get("podSelector", {}), labels)
+
+
+def tcp_allowed(docs: list[dict[str, Any]], src: dict[str, str], dst: dict[str, str], port: int) -> bool:
+    """Whether the namespace's NetworkPolicies let a pod labelled src open TCP `port` on one labelled dst."""
+
+    def direction(kind: str, subject: dict[str, str], side: str, peer: dict[str, str]) -> bool:
+        governing = [
+            np
+            for np in docs
+            if np.get("kind") == "NetworkPolicy"
+            and kind in policy_types(np)
+            and selector_matches((np.get("spec") or {}).get("podSelector", {}), subject)
+        ]
+        if not governing:
+            return True  # not isolated in that direction
+        return any(
+            _rule_allows(rule, side, peer, port)
+            for np in governing
+            for rule in (np.get("spec") or {}).get(kind.lower()) or []
+        )
+
+    return direction("Egress", src, "to", dst) and direction("Ingress", dst, "from", src)

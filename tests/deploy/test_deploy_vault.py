@@ -47,7 +47,14 @@ def test_readme_documents_every_role_in_use(renderings: dict[str, Rendering]) ->
         for w in ds.workloads(r.docs)
         if VAULT + "role" in w.pod.annotations
     }
-    assert roles == {"docquery-query", "docquery-ingest", "docquery-vllm", "docquery-vllm-embed", "docquery-qdrant"}
+    assert roles == {
+        "docquery-query",
+        "docquery-ingest",
+        "docquery-vllm",
+        "docquery-vllm-embed",
+        "docquery-qdrant",
+        "docquery-qdrant-backup",
+    }
     for role in roles:
         assert f"| `{role}` |" in readme, role
         assert (ds.POLICIES / "vault" / f"{role.removeprefix('docquery-')}.hcl").is_file()

@@ -159,6 +159,8 @@ INJECTOR_ENV = ("NAMESPACE", "HOST_IP", "POD_IP", "VAULT_LOG_LEVEL", "VAULT_LOG_
 INJECTOR_SA_MOUNT = "/var/run/secrets/vault.hashicorp.com/serviceaccount"
 INJECTED_CONTAINERS = ("vault-agent-init", "vault-agent")
 INJECTED_VOLUMES = ("vault-secrets", "home-init", "home-sidecar")
+# container_volume.go: the Secret named by vault.hashicorp.com/tls-secret, for the agents.
+TLS_VOLUME, TLS_MOUNT = "vault-tls-secrets", "/vault/tls"
 
 
 def _agent_resources(a: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -207,6 +209,9 @@ def inject_vault_agent(kind_name: str, pod_template: dict[str, Any], namespace: 
     if not only:
         volumes.append({"name": "home-sidecar", **copy.deepcopy(memory)})
     volumes.append({"name": "vault-secrets", **copy.deepcopy(memory)})
+    tls_secret = a.get(VAULT + "tls-secret")
+    if tls_secret:  # agent.go Patch, container_volume.go ContainerTLSSecretVolume: mounted in the agents only
+        volumes.append({"name": TLS_VOLUME, "secret": {"secretName": tls_secret}})
     targets = [t.strip() for t in a.get(VAULT + "agent-inject-containers", "").split(",") if t.strip()]
     secrets_mount = {"name": "vault-secrets", "mountPath": secret_path, "readOnly": False}
     for c in spec.get("containers") or []:
@@ -236,6 +241,7 @@ def inject_vault_agent(kind_name: str, pod_template: dict[str, Any], namespace: 
                 {"name": home, "mountPath": "/home/vault", "readOnly": False},
                 {"name": token_volume, "mountPath": INJECTOR_SA_MOUNT, "readOnly": True},
                 dict(secrets_mount),
+                *([{"name": TLS_VOLUME, "mountPath": TLS_MOUNT, "readOnly": True}] if tls_secret else []),
             ],
         }
 
