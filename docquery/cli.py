@@ -48,10 +48,10 @@ from docquery.core.errors import (
     VectorIndexError,
     VectorIndexUnreachable,
 )
+from docquery.core.exits import ExitCode
 from docquery.evaluation.cli import register as register_eval
 from docquery.runtime.logs import configure_logging, resolve_format
 from docquery.runtime.preflight import (
-    EXIT_BUSY,
     BusyError,
     bind_socket,
     check_data_dir,
@@ -68,10 +68,6 @@ if TYPE_CHECKING:
 
     from docquery.api.metrics import Metrics
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_EMPTY = 4
-EXIT_UNAVAILABLE = 75  # sysexits' EX_TEMPFAIL: a dependency did not answer; the same command may succeed later
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 log = logging.getLogger("docquery.cli")
 
 
@@ -162,7 +158,7 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         components.close()
     if args.json:
         sys.stdout.write(answer.model_dump_json() + "\n")
-        return EXIT_OK
+        return ExitCode.OK
     console = Console()
     console.soft_wrap = not console.is_terminal  # a pipe or a log gets whole lines, never cut at 80 columns
     # Answer and citation fields are sanitised CommonMark: a terminal shows them rendered, so entities
@@ -184,7 +180,7 @@ def _cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             )
     else:
         console.print("[dim]No citations.[/dim]")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -239,7 +235,7 @@ def _cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             metrics_server.server_close()
         if components is not None:
             components.close()
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _start_metrics(metrics: Metrics, host: str, port: int) -> WSGIServer:
@@ -340,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.log_level, fmt)
     except (SettingsError, ValueError, DocQueryError) as exc:
         sys.stderr.write(f"docquery: configuration error: {_first_line(exc)}\n")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return _run(args, settings)
     except DocQueryError as exc:
@@ -348,12 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc)
     except KeyboardInterrupt:
         sys.stderr.write("docquery: interrupted\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception as exc:
         # Last resort, as the service's: a bug, in one line. The type and the innermost frame, never the
         # message or a traceback, which may quote a document or the question.
         sys.stderr.write(f"docquery: internal error ({_where(exc)}): a bug, please report this line\n")
-        return EXIT_FAILED
+        return ExitCode.FAILED
 
 
 def _where(exc: BaseException) -> str:
@@ -375,14 +371,14 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _exit_code(exc: DocQueryError) -> int:
     if isinstance(exc, BusyError):
-        return EXIT_BUSY
+        return ExitCode.BUSY
     if isinstance(exc, VectorIndexUnreachable | EmbedderUnreachable):
         # Not the 2 of a configuration error, which the ingest Job fails for good (its podFailurePolicy):
         # a Qdrant or embedding server that is restarting is retried.
-        return EXIT_UNAVAILABLE
+        return ExitCode.UNAVAILABLE
     if isinstance(exc, EmptyIndexError):
-        return EXIT_EMPTY
-    return EXIT_USAGE
+        return ExitCode.EMPTY
+    return ExitCode.USAGE
 
 
 def _first_line(exc: Exception) -> str:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from docquery.core.exits import ExitCode
+
 AUDIT_LOGGER = "docquery.audit"
 GENESIS = "0" * 64
 
@@ -152,7 +154,6 @@ def verify_audit_log(lines: Iterable[str]) -> AuditVerification:
     return result
 
 
-EXIT_INTACT, EXIT_BROKEN, EXIT_USAGE, EXIT_NO_RECORDS = 0, 1, 2, 4
 _PROG = "python -m docquery.api.audit"
 
 
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             why = exc.strerror or type(exc).__name__
             # A shell glob that matches nothing (service.log*) arrives here as written.
             sys.stderr.write(f"{_PROG}: cannot read {p}: {why}; give the path of a readable log file\n")
-            return EXIT_USAGE
+            return ExitCode.USAGE
     res = verify_audit_log(lines)
     for err in res.errors:
         sys.stderr.write(err + "\n")
@@ -195,8 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     sys.stdout.write(json.dumps({"ok": res.ok, "records": res.records, "chains": res.chains}) + "\n")
     if res.ok:
-        return EXIT_INTACT
-    return EXIT_NO_RECORDS if empty else EXIT_BROKEN
+        return ExitCode.OK
+    return ExitCode.EMPTY if empty else ExitCode.FAILED
 
 
 def _is_audit_line(line: str) -> bool:

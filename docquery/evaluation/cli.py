@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
+from docquery.core.exits import ExitCode
 from docquery.evaluation.metrics import METRIC_KEYS
 from docquery.evaluation.progress import Progress, RichProgress, default_progress
 
 if TYPE_CHECKING:
     from docquery.evaluation.runner import EvalResult
-
-EXIT_OK = 0
 
 
 def register(sub: Any) -> None:
@@ -75,7 +74,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(json.dumps(result.as_json()) + "\n")
     else:
         sys.stdout.write(format_table(result))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def format_table(result: EvalResult) -> str:
