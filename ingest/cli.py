@@ -27,9 +27,9 @@ from rich.console import Console
 
 from docquery.config.settings import Settings
 from docquery.core.collection import COLLECTION_NAME_RULE, PUBLIC_GROUP, is_valid_collection_name
+from docquery.core.errors import BusyError
 from docquery.core.exits import ExitCode
 from docquery.runtime.malloc import tune_for_bulk_embedding
-from docquery.runtime.preflight import BusyError
 from ingest.discover.acl import parse_groups
 from ingest.discover.walk import Filters, parse_shard
 from ingest.model import UsageError

@@ -31,6 +31,18 @@ class ConfigError(DocQueryError):
     pass
 
 
+class UsageProblem(DocQueryError):
+    """A flag's or a request's value is out of range (exit 2, HTTP 422)."""
+
+
+class BusyError(DocQueryError):
+    """Another process holds a resource this command needs (the embedded index, a port): exit 3."""
+
+
+class EmptyIndexError(DocQueryError):
+    """``ask`` against a collection that does not exist or holds no chunks: exit 4."""
+
+
 class VectorIndexError(DocQueryError):
     def __init__(self, operation: str, detail: str = "") -> None:
         super().__init__(f"vector index operation {operation!r} failed" + (f": {detail}" if detail else ""))

@@ -19,11 +19,7 @@ from pathlib import Path
 
 from docquery.config.settings import Settings
 from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
-from docquery.core.errors import ConfigError, DocQueryError
-
-
-class BusyError(DocQueryError):
-    """Another process holds a resource this command needs (the embedded index, a port)."""
+from docquery.core.errors import BusyError, ConfigError
 
 
 @dataclass(frozen=True)

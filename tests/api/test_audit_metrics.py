@@ -11,11 +11,15 @@ import httpx
 import pytest
 
 from docquery.api.audit import AUDIT_LOGGER, AuditLog, verify_audit_log
-from docquery.api.audit import main as audit_main
 from docquery.api.metrics import Metrics, start_metrics_server
+from docquery.cli import main as cli_main
 from tests.support.api_harness import Harness, bearer
 
 AUTH = bearer("tok-alice-eng")
+
+
+def audit_main(argv: list[str]) -> int:
+    return cli_main(["audit", "verify", *argv])
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import ingest.cli as ingest_cli
 from docquery.cli import main
 from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import is_valid_collection_name
-from docquery.runtime.preflight import BusyError, edge_collection
+from docquery.core.errors import BusyError
+from docquery.runtime.preflight import edge_collection
 
 HOSTILE = [
     "../../escaped",

@@ -12,8 +12,8 @@ import socket
 
 import pytest
 
-from docquery.core.errors import ConfigError
-from docquery.runtime.preflight import BusyError, bind_socket
+from docquery.core.errors import BusyError, ConfigError
+from docquery.runtime.preflight import bind_socket
 
 
 def test_connections_accepted_on_the_bound_socket_have_tcp_nodelay() -> None:

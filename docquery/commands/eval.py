@@ -1,4 +1,4 @@
-"""``docquery eval retrieval DATASET_DIR``: the CLI face of ``runner.run_eval``."""
+"""``docquery eval retrieval DATASET_DIR``: the command face of ``docquery.evaluation.runner.run_eval``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
 from docquery.core.exits import ExitCode
-from docquery.evaluation.metrics import METRIC_KEYS
-from docquery.evaluation.progress import Progress, RichProgress, default_progress
 
 if TYPE_CHECKING:
+    from docquery.config.settings import Settings
+    from docquery.evaluation.progress import Progress
     from docquery.evaluation.runner import EvalResult
 
 
@@ -42,6 +41,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
     from docquery.chunking import ChunkSpec
     from docquery.evaluation.beir import check_layout
+    from docquery.evaluation.progress import RichProgress, default_progress
     from docquery.evaluation.runner import EvalConfig, run_eval
     from docquery.runtime.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params, index_tuning
@@ -78,6 +78,8 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def format_table(result: EvalResult) -> str:
+    from docquery.evaluation.metrics import METRIC_KEYS
+
     lines = [
         f"retrieval on {result.split} split, mode {result.mode}: {result.n_queries} queries, "
         f"{result.n_docs} documents, {result.n_chunks} chunks, {result.seconds:.0f}s",
