@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from docquery.core.errors import ConfigError
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class ApiKeyEntry:
     roles: frozenset[str]
 
 
-class ApiKeyFileError(ValueError):
+class ApiKeyFileError(ConfigError, ValueError):
     """The key file is malformed; the message says where, never what the value was."""
 
 
