@@ -25,14 +25,14 @@ from typing import Any
 
 from rich.console import Console
 
+from docquery import validation
 from docquery.config.settings import Settings
-from docquery.core.collection import COLLECTION_NAME_RULE, PUBLIC_GROUP, is_valid_collection_name
-from docquery.core.errors import BusyError
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.errors import BusyError, UsageProblem
 from docquery.core.exits import ExitCode
 from docquery.runtime.malloc import tune_for_bulk_embedding
 from ingest.discover.acl import parse_groups
 from ingest.discover.walk import Filters, parse_shard
-from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
 from ingest.report.progress import make_progress
 from ingest.report.terminal import safe
@@ -86,9 +86,7 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         groups, origin = parse_groups(args.groups), "--groups"
     else:
         groups, origin = None, ""
-    if args.collection is not None and not is_valid_collection_name(args.collection):
-        # Threat: "../x" creates files outside the data dir; the value itself is not echoed.
-        raise UsageError(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
+    validation.collection(args.collection)  # "../x" would create files outside the data dir
     return IngestOptions(
         paths=tuple(args.paths),
         groups=groups,
@@ -111,7 +109,7 @@ def run(
         # Progress goes to stderr, so --json keeps stdout to the one report object.
         progress = make_progress(enabled=True, interval_s=settings.ingest.progress_interval_s)
         report = run_ingest(settings, opts, progress=progress, interrupt=interrupt, **components)
-    except UsageError as exc:
+    except UsageProblem as exc:  # ingest's UsageError and the shared checks (docquery.validation)
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return ExitCode.USAGE
     except BusyError as exc:

@@ -8,20 +8,17 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from docquery.core.collection import (
-    COLLECTION_NAME_RULE,
-    GROUP_PATTERN,
-    PUBLIC_GROUP,
-    is_valid_collection_name,
-    is_valid_group_name,
-)
-from docquery.core.errors import CollectionMissingError, EmptyIndexError, UsageProblem
+from docquery import validation
+from docquery.core.errors import CollectionMissingError, EmptyIndexError
 from docquery.core.exits import ExitCode
 
 if TYPE_CHECKING:
     from docquery.config.settings import Settings
     from docquery.core.domain import Answer, Principal
     from docquery.wiring import Components
+
+
+EMPTY_HINT = 'give it as the first argument, e.g. docquery ask "What is ...?"'
 
 
 def register(sub: Any) -> None:
@@ -35,38 +32,6 @@ def register(sub: Any) -> None:
     ask.add_argument("--collection", default=None, help="collection to ask (default DOCQUERY_QDRANT__COLLECTION)")
     ask.add_argument("--json", action="store_true", help="print the same object POST /v1/query returns")
     ask.set_defaults(handler=run)
-
-
-def parse_groups(value: str | None) -> frozenset[str]:
-    """``--as-groups``: names as ``ingest --groups`` takes them (GROUP_PATTERN), so a typo such as 'a b'
-    is refused instead of quietly seeing nothing; none given is allowed (the caller sees nothing)."""
-    names = [g.strip() for g in (value or "").split(",") if g.strip()]
-    for i, name in enumerate(names, start=1):
-        # The value is not echoed: it is untrusted text on the terminal, as in ingest's message.
-        if name == PUBLIC_GROUP:
-            raise UsageProblem(f"--as-groups: {PUBLIC_GROUP!r} is a reserved label; every caller sees public documents")
-        if not is_valid_group_name(name):
-            raise UsageProblem(f"--as-groups: group {i} is not a valid group name (pattern {GROUP_PATTERN})")
-    return frozenset(names)
-
-
-def _question(value: str, settings: Settings) -> str:
-    if not value.strip():
-        raise UsageProblem('the question is empty: give it as the first argument, e.g. docquery ask "What is ...?"')
-    limit = settings.api.max_question_chars  # the API's bound: `ask` answers what the service would
-    if len(value) > limit:
-        raise UsageProblem(f"the question is longer than {limit} characters (DOCQUERY_API__MAX_QUESTION_CHARS)")
-    return value
-
-
-def _top_k(requested: int | None, settings: Settings) -> int:
-    # The same bounds as the API (docquery/api/limits.py): 1..DOCQUERY_RETRIEVAL__MAX_TOP_K.
-    high = settings.retrieval.max_top_k
-    if requested is None:
-        return min(settings.retrieval.top_k, high)
-    if not 1 <= requested <= high:
-        raise UsageProblem(f"--top-k must be between 1 and {high} (DOCQUERY_RETRIEVAL__MAX_TOP_K), got {requested}")
-    return requested
 
 
 def empty_index(settings: Settings, collection: str, why: str) -> EmptyIndexError:
@@ -90,12 +55,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.runtime.preflight import check_data_dir, check_index_free, edge_collection
     from docquery.wiring import build_components
 
-    question = _question(args.question, settings)
-    groups = parse_groups(args.as_groups)
-    top_k = _top_k(args.top_k, settings)
-    if args.collection is not None and not is_valid_collection_name(args.collection):
-        raise UsageProblem(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
-    collection = args.collection or settings.qdrant.collection
+    question = validation.question(args.question, settings, "the question", hint=EMPTY_HINT)
+    groups = validation.group_names(args.as_groups, "--as-groups")
+    top_k = validation.top_k(args.top_k, settings, "--top-k")
+    collection = validation.collection(args.collection) or settings.qdrant.collection
     check_data_dir(settings, collection)
     edge = edge_collection(settings, collection)
     if edge is not None and not edge.exists:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docquery.core.errors import ConfigError
+from docquery import validation
 from docquery.core.exits import ExitCode
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ def register(sub: Any) -> None:
 
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
-    from docquery.chunking import ChunkSpec
     from docquery.evaluation.beir import check_layout
     from docquery.evaluation.progress import RichProgress, default_progress
     from docquery.evaluation.runner import EvalConfig, run_eval
@@ -48,10 +47,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
     # Input and settings first: loading the model takes seconds to minutes, a typo must not wait for it.
     check_layout(args.dataset_dir, args.split)
-    try:
-        spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
-    except ValueError as exc:
-        raise ConfigError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
+    spec = None if args.whole_documents else validation.chunk_spec(settings)
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
     embedder = build_embedder(settings)

@@ -5,6 +5,7 @@
      │    ├── SettingsError       (docquery.config.settings) a setting's value or name is wrong
      │    └── ApiKeyFileError     (docquery.api.auth.apikeys) the API keys file is malformed
      ├── UsageProblem           a flag's or a request's value is out of range (exit 2, HTTP 422)
+     │    ├── InvalidRequest      (docquery.validation) a question, top_k, group or collection out of bounds
      │    └── UsageError          (ingest.model) a problem found before ingest writes anything
      ├── BusyError              another process holds the embedded index or a port (exit 3)
      ├── EmptyIndexError        ``ask``'s collection does not exist or holds nothing (exit 4)
