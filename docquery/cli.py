@@ -22,6 +22,7 @@ from docquery.core.errors import (
     DocQueryError,
     EmbedderUnreachable,
     EmptyIndexError,
+    ServiceUnavailable,
     VectorIndexError,
     VectorIndexUnreachable,
 )
@@ -36,22 +37,42 @@ def docquery_version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+BUILT_IN = (ask, serve, eval_command, config, audit)
+_BUILT_IN_NAMES = frozenset({"ask", "serve", "eval", "config", "audit"})
+
+
+def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
+    """``plugins``: also the commands of the ``docquery.commands`` entry points (loading one imports its package)."""
     parser = argparse.ArgumentParser(prog="docquery", description="Secure question answering over your documents.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {docquery_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (ask, serve, eval_command, config, audit):
+    for command in BUILT_IN:
         command.register(sub)
-    for ep in entry_points(group="docquery.commands"):
-        ep.load()(sub)
+    if plugins:
+        for ep in entry_points(group="docquery.commands"):
+            ep.load()(sub)
     return parser
 
 
-def _early_logging() -> None:
+def _names_a_built_in(argv: Sequence[str]) -> bool:
+    # `docquery ask ...` need not import ingest (about a second) to parse its own flags.
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    return command in _BUILT_IN_NAMES
+
+
+def _log_level(args: argparse.Namespace, configured: str) -> str:
+    """A command whose output is for a person (``ask``) logs warnings only, unless DOCQUERY_LOG_LEVEL says
+    otherwise: its terminal shows the answer, not the model loading."""
+    if getattr(args, "quiet_logs", False) and not any(k.upper() == "DOCQUERY_LOG_LEVEL" for k in os.environ):
+        return "WARNING"
+    return configured
+
+
+def _early_logging(args: argparse.Namespace) -> None:
     """Until settings are loaded (they may warn), log as the environment asks, best effort."""
     try:
         configure_logging(
-            os.environ.get("DOCQUERY_LOG_LEVEL", "INFO"),
+            _log_level(args, os.environ.get("DOCQUERY_LOG_LEVEL", "INFO")),
             resolve_format(os.environ.get("DOCQUERY_LOG_FORMAT", "auto"), stream=sys.stderr, prefer_json=False),
         )
     except DocQueryError:
@@ -69,14 +90,15 @@ def _settings(args: argparse.Namespace) -> Settings:
         stream=sys.stderr,
         prefer_json=settings.is_prod or bool(getattr(args, "prefer_json_logs", False)),
     )
-    configure_logging(settings.log_level, fmt)
+    configure_logging(_log_level(args, settings.log_level), fmt)
     return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(plugins=not _names_a_built_in(argv))
     args = parser.parse_args(argv)
-    _early_logging()
+    _early_logging(args)
     settings = None
     if getattr(args, "needs_settings", True):
         try:
@@ -121,7 +143,7 @@ def _run(args: argparse.Namespace, settings: Settings | None) -> int:
 def exit_code(exc: DocQueryError) -> ExitCode:
     if isinstance(exc, BusyError):
         return ExitCode.BUSY
-    if isinstance(exc, VectorIndexUnreachable | EmbedderUnreachable):
+    if isinstance(exc, VectorIndexUnreachable | EmbedderUnreachable | ServiceUnavailable):
         # Not the 2 of a configuration error, which the ingest Job fails for good (its podFailurePolicy):
         # a Qdrant or embedding server that is restarting is retried.
         return ExitCode.UNAVAILABLE

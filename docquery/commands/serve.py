@@ -49,6 +49,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.api.metrics import Metrics
     from docquery.api.server import AnnouncedServer, server_options
     from docquery.commands.ask import empty_index
+    from docquery.commands.service_record import local_url, record_path, remove_record, write_record
     from docquery.runtime.preflight import bind_socket, check_data_dir, check_index_free, edge_collection
     from docquery.secrets import build_secret_source
     from docquery.wiring import build_components
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     sock = bind_socket(args.host, args.port, what="API", setting="--port")
     components = None
     metrics_server = None
+    record = None
     try:
         # Listening on the metrics port now holds it, so a busy one fails before anything is loaded or
         # written; until the app starts it serves this registry's zeros.
@@ -88,10 +90,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         # log_config=None: uvicorn's loggers keep the handler main() configured (docquery/runtime/logs.py), so
         # its lines have the same format as ours instead of uvicorn's own.
         options = server_options(settings.log_level, settings.api) | {"log_config": None}
+        if edge is not None:
+            # Holding the embedded index, this process is the only one that can answer from it: say where,
+            # so that `docquery ask` sends its question here instead of stopping (commands/service_record.py).
+            record = record_path(settings, settings.qdrant.collection)
+            host, port = sock.getsockname()[:2]
+            write_record(record, local_url(host, port))
         with _sigterm_is_a_normal_stop():
             server = AnnouncedServer(uvicorn.Config(app, **options), metrics_port=settings.metrics_port)
             server.run(sockets=[sock])
     finally:
+        if record is not None:
+            remove_record(record)
         sock.close()
         if metrics_server is not None:
             metrics_server.shutdown()

@@ -9,6 +9,7 @@
      │    └── UsageError          (ingest.model) a problem found before ingest writes anything
      ├── BusyError              another process holds the embedded index or a port (exit 3)
      ├── EmptyIndexError        ``ask``'s collection does not exist or holds nothing (exit 4)
+     ├── ServiceUnavailable     the ``docquery serve`` that ``ask`` asks did not answer, or said 429/5xx (exit 75)
      ├── VectorIndexError       a Qdrant operation failed (operation name, never payload text)
      │    ├── VectorIndexUnreachable  no response from the Qdrant server (down, wrong URL, timeout)
      │    ├── CollectionMissingError  the collection does not exist and this open may not create it
@@ -59,6 +60,10 @@ class UsageProblem(DocQueryError):
 
 class BusyError(DocQueryError):
     """Another process holds a resource this command needs (the embedded index, a port): exit 3."""
+
+
+class ServiceUnavailable(DocQueryError):
+    """The ``docquery serve`` that ``ask`` asks did not answer, or answered 429/5xx: exit 75."""
 
 
 class EmptyIndexError(DocQueryError):
