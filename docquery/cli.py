@@ -11,7 +11,6 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 
 from docquery.commands import ask, audit, config, serve
@@ -31,10 +30,20 @@ from docquery.runtime.logs import configure_logging, resolve_format
 
 
 def docquery_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("docquery")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """argparse's version action, reading the installed version only when asked (it costs an import)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(f"{parser.prog} {docquery_version()}\n")  # where argparse's version action writes
+        parser.exit()
 
 
 BUILT_IN = (ask, serve, eval_command, config, audit)
@@ -44,11 +53,13 @@ _BUILT_IN_NAMES = frozenset({"ask", "serve", "eval", "config", "audit"})
 def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     """``plugins``: also the commands of the ``docquery.commands`` entry points (loading one imports its package)."""
     parser = argparse.ArgumentParser(prog="docquery", description="Secure question answering over your documents.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {docquery_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in BUILT_IN:
         command.register(sub)
     if plugins:
+        from importlib.metadata import entry_points
+
         for ep in entry_points(group="docquery.commands"):
             ep.load()(sub)
     return parser

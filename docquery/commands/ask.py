@@ -8,9 +8,7 @@ from ``--api-key-file``; the key's groups then decide what the answer may use.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +64,8 @@ def empty_index(settings: Settings, collection: str, why: str) -> EmptyIndexErro
 
 
 async def _answer_once(components: Components, question: str, principal: Principal, top_k: int) -> Answer:
+    import uuid
+
     try:
         return await components.pipeline.answer(question, principal, top_k, uuid.uuid4().hex)
     finally:
@@ -149,6 +149,8 @@ def _through_service(args: argparse.Namespace, url: str, question: str) -> int:
 
 
 def _here(args: argparse.Namespace, settings: Settings, collection: str, question: str, groups: frozenset[str]) -> int:
+    import asyncio
+
     from docquery.core.domain import Principal
     from docquery.wiring import build_components
 
@@ -173,7 +175,6 @@ def _here(args: argparse.Namespace, settings: Settings, collection: str, questio
 
 def print_answer(answer: Answer) -> None:
     from rich.console import Console
-    from rich.markdown import Markdown
 
     console = Console()
     console.soft_wrap = not console.is_terminal  # a pipe or a log gets whole lines, never cut at 80 columns
@@ -182,6 +183,8 @@ def print_answer(answer: Answer) -> None:
     shown = _plain_text if console.is_terminal else str
     console.print(f"[bold]Answer[/bold] ({answer.mode}, {answer.model})", highlight=False)
     if console.is_terminal:
+        from rich.markdown import Markdown
+
         console.print(Markdown(answer.answer, hyperlinks=False))
     else:
         console.print(answer.answer, markup=False, highlight=False)
