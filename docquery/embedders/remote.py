@@ -5,10 +5,9 @@ concurrent calls, aiohttp's 0.3 ms (docs/benchmarks.md, "aiohttp for the LLM cli
 on the caller's event loop, so the query path awaits the question's embedding instead of sending a
 thread to wait on a socket (``rag.pipeline``); ``embed``, called from ingest's worker threads, runs the
 same request on an event loop of the embedder's own thread, which keeps its connections between calls.
-The API key is read through a callable on
-every call, so a rotated Vault-rendered file takes effect without a restart.
-Errors carry a status code and where the server is (URL and setting) at most, never the
-upstream body or the request's: either may hold the text.
+The API key is read through a callable on every call, so a rotated Vault-rendered file takes effect
+without a restart. Errors carry a status code and where the server is (URL and setting) at most, never
+the upstream body or the request's: either may hold the text.
 """
 
 from __future__ import annotations
