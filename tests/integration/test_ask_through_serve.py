@@ -115,6 +115,15 @@ def test_the_keys_groups_decide_what_the_answer_uses(served: Served) -> None:
     assert _sources(as_staff) <= {"corpus/staff/parking.txt"}
 
 
+def test_a_proxy_in_the_environment_never_sees_the_question(served: Served) -> None:
+    env = served.env | {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "NO_PROXY": ""}
+    got = subprocess.run(
+        [sys.executable, "-m", "docquery.cli", "ask", QUESTION, "--api-key-file", str(served.tmp / "hr.key"), "--json"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert _sources(got) == {"corpus/hr/reviews.txt"}  # port 9 answers nothing: it went to the service directly
+
+
 def test_the_answer_is_printed_as_a_local_one_is(served: Served) -> None:
     got = _ask(served, QUESTION, "--api-key-file", str(served.tmp / "hr.key"))
     assert got.returncode == ExitCode.OK, got.stderr
