@@ -16,11 +16,6 @@ from docquery import validation
 from docquery.core.errors import BusyError, CollectionMissingError, EmptyIndexError, ServiceUnavailable, UsageProblem
 from docquery.core.exits import ExitCode
 
-
-def ServiceAnswerError(url: str) -> ServiceUnavailable:  # noqa: N802
-    return ServiceUnavailable(f"the docquery service at {url} sent something that is not an answer")
-
-
 if TYPE_CHECKING:
     from docquery.config.settings import Settings
     from docquery.core.domain import Answer, Principal
