@@ -25,19 +25,18 @@ from typing import Any
 
 from rich.console import Console
 
+from docquery import validation
 from docquery.config.settings import Settings
-from docquery.core.collection import COLLECTION_NAME_RULE, PUBLIC_GROUP, is_valid_collection_name
+from docquery.core.collection import PUBLIC_GROUP
+from docquery.core.errors import BusyError, UsageProblem
+from docquery.core.exits import ExitCode
 from docquery.runtime.malloc import tune_for_bulk_embedding
-from docquery.runtime.preflight import EXIT_BUSY, BusyError
 from ingest.discover.acl import parse_groups
 from ingest.discover.walk import Filters, parse_shard
-from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
 from ingest.report.progress import make_progress
 from ingest.report.terminal import safe
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 STOPPING = "docquery ingest: stopping once the batch being embedded is written (Ctrl-C again to stop now)"
 INTERRUPTED = (
     "docquery ingest: interrupted; documents indexed before the interrupt are kept and nothing indexed "
@@ -87,9 +86,7 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         groups, origin = parse_groups(args.groups), "--groups"
     else:
         groups, origin = None, ""
-    if args.collection is not None and not is_valid_collection_name(args.collection):
-        # Threat: "../x" creates files outside the data dir; the value itself is not echoed.
-        raise UsageError(f"--collection must be {COLLECTION_NAME_RULE}, e.g. docs-2024")
+    validation.collection(args.collection)  # "../x" would create files outside the data dir
     return IngestOptions(
         paths=tuple(args.paths),
         groups=groups,
@@ -112,24 +109,24 @@ def run(
         # Progress goes to stderr, so --json keeps stdout to the one report object.
         progress = make_progress(enabled=True, interval_s=settings.ingest.progress_interval_s)
         report = run_ingest(settings, opts, progress=progress, interrupt=interrupt, **components)
-    except UsageError as exc:
+    except UsageProblem as exc:  # ingest's UsageError and the shared checks (docquery.validation)
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except BusyError as exc:
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # names the collection and a path
-        return EXIT_BUSY
+        return ExitCode.BUSY
     except KeyboardInterrupt:
         # Records are written per document after its chunks (ingest/write/stream.py), so a partly
         # indexed document stays "pending" and the re-run redoes it.
         sys.stderr.write(INTERRUPTED + "\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if args.json:
         sys.stdout.write(json.dumps(report.as_json()) + "\n")
     elif sys.stdout.isatty():
         report.render(Console())
     else:
         sys.stdout.write("".join(line + "\n" for line in report.plain_lines()))  # a pipe, a Job log: no wrapping
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from docquery import chunking
 from docquery.core.domain import Chunk, DocumentRecord
+from docquery.core.errors import DocQueryError, UsageProblem
 
 # Keys of a document record's ``extra``: written by prepare, read back by the next run's plan.
 EXTRA_PATH = "path"
@@ -18,7 +19,7 @@ EXTRA_FLAGS = "flags"
 Section = chunking.Section
 
 
-class FileRejected(Exception):
+class FileRejected(DocQueryError):
     """One file cannot be ingested. ``reason`` is safe to show: it never quotes file content."""
 
     def __init__(self, reason: str) -> None:
@@ -26,7 +27,7 @@ class FileRejected(Exception):
         self.reason = reason
 
 
-class UsageError(Exception):
+class UsageError(UsageProblem):
     """A usage or configuration problem found before anything is written (exit 2)."""
 
 

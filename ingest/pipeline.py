@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from docquery import validation
 from docquery.chunking import ChunkSpec, SentenceChunker, tokenizer_for
 from docquery.config.settings import Settings
 from docquery.core.domain import DocumentRecord
@@ -49,13 +50,6 @@ class IngestOptions:
     dry_run: bool = False
     shard: Shard = field(default_factory=Shard)
     strict: bool = False  # --strict: skipped files (types DocQuery does not read) count as failures
-
-
-def chunk_spec(settings: Settings) -> ChunkSpec:
-    try:
-        return ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
-    except ValueError as exc:
-        raise UsageError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
 
 
 def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
@@ -156,7 +150,7 @@ def run_ingest(
     t0 = time.monotonic()
     cfg = settings.ingest
     report = Report(dry_run=opts.dry_run, shard=f"{opts.shard.index}/{opts.shard.count}")
-    spec = chunk_spec(settings)
+    spec = validation.chunk_spec(settings)
     resolver = AclResolver(opts.groups, opts.acl_origin)
     discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
     _warn_empty_paths(opts, discovery)

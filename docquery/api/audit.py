@@ -152,54 +152,7 @@ def verify_audit_log(lines: Iterable[str]) -> AuditVerification:
     return result
 
 
-EXIT_INTACT, EXIT_BROKEN, EXIT_USAGE, EXIT_NO_RECORDS = 0, 1, 2, 4
-_PROG = "python -m docquery.api.audit"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m docquery.api.audit [--allow-empty] FILE...``: verify audit log files.
-
-    Exit 0 when every chain is intact, 1 when one is broken, 2 for usage or an unreadable file,
-    4 when the files hold no audit record (0 with ``--allow-empty``): a verifier that passes an
-    empty or wrong file would let a script believe a log it never read.
-    """
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(prog=_PROG, description="Verify the hash chains of DocQuery audit logs.")
-    parser.add_argument("files", nargs="+", metavar="FILE", help="service log files (rotated files together)")
-    parser.add_argument(
-        "--allow-empty", action="store_true", help="exit 0 when the files hold no audit record (default: exit 4)"
-    )
-    args = parser.parse_args(argv)  # no FILE: usage, exit 2
-    lines: list[str] = []
-    for p in args.files:
-        try:
-            # errors="replace": a binary file is reported line by line or skipped, never a traceback.
-            with open(p, encoding="utf-8", errors="replace") as fh:  # noqa: PTH123
-                lines.extend(_json_part(line) for line in fh if _is_audit_line(line))
-        except OSError as exc:
-            why = exc.strerror or type(exc).__name__
-            # A shell glob that matches nothing (service.log*) arrives here as written.
-            sys.stderr.write(f"{_PROG}: cannot read {p}: {why}; give the path of a readable log file\n")
-            return EXIT_USAGE
-    res = verify_audit_log(lines)
-    for err in res.errors:
-        sys.stderr.write(err + "\n")
-    empty = res.records == 0 and not res.errors
-    if empty and not args.allow_empty:
-        res.ok = False
-        sys.stderr.write(
-            f"{_PROG}: no audit records were found in the given files ({len(args.files)}): check that they are "
-            f"the service's log (lines of the {AUDIT_LOGGER} logger), or pass --allow-empty if none are expected\n"
-        )
-    sys.stdout.write(json.dumps({"ok": res.ok, "records": res.records, "chains": res.chains}) + "\n")
-    if res.ok:
-        return EXIT_INTACT
-    return EXIT_NO_RECORDS if empty else EXIT_BROKEN
-
-
-def _is_audit_line(line: str) -> bool:
+def is_audit_line(line: str) -> bool:
     """A service log holds every logger's lines: keep the audit logger's (JSON or text format).
 
     Skipping the others hides nothing: a removed or altered audit line breaks its chain.
@@ -216,11 +169,7 @@ def _is_audit_line(line: str) -> bool:
     return AUDIT_LOGGER in stripped
 
 
-def _json_part(line: str) -> str:
+def json_part(line: str) -> str:
     """Strip a log formatter's prefix: the record is the text from the first ``{``."""
     i = line.find("{")
     return line[i:] if i >= 0 else line
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -66,7 +66,7 @@ _HTTP_MESSAGES = {
 }
 
 
-class ApiError(Exception):
+class ApiError(DocQueryError):
     """An error the API answers with directly; ``message`` must be a fixed, content-free string."""
 
     def __init__(

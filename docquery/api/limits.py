@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from docquery import validation
 from docquery.api.errors import ApiError, envelope, request_id_of
 from docquery.api.schemas import HistoryTurn
 from docquery.config.settings import Settings
@@ -157,16 +158,16 @@ def rate_limited(wait_s: float) -> ApiError:
     return ApiError(429, "rate limit exceeded", headers={"Retry-After": str(max(1, math.ceil(wait_s)))})
 
 
+def _unprocessable(exc: validation.InvalidRequest) -> ApiError:
+    return ApiError(422, f"invalid request: {exc.field}: {exc.reason}")
+
+
 def check_question(text: str, settings: Settings, field: str = "question") -> str:
-    """The question/query bounds; 422 names the field and the bound, never the value."""
-    stripped = text.strip()
-    if not stripped:
-        raise ApiError(422, f"invalid request: {field}: must not be blank")
-    limit = settings.api.max_question_chars
-    # The length as sent, so the bound is exactly the schema's maxLength (docquery.api.openapi).
-    if len(text) > limit:
-        raise ApiError(422, f"invalid request: {field}: longer than {limit} characters")
-    return stripped
+    """The question/query bounds (docquery.validation); 422 names the field and the bound, never the value."""
+    try:
+        return validation.question(text, settings, field)
+    except validation.InvalidRequest as exc:
+        raise _unprocessable(exc) from None
 
 
 def check_history(turns: Sequence[HistoryTurn], settings: Settings) -> list[Turn]:
@@ -180,9 +181,7 @@ def check_history(turns: Sequence[HistoryTurn], settings: Settings) -> list[Turn
 
 
 def check_top_k(top_k: int | None, settings: Settings, default: int | None = None) -> int:
-    high = settings.retrieval.max_top_k
-    # A default above a lowered maximum is capped, not a 422 for a request that set nothing.
-    value = top_k if top_k is not None else min(default or settings.retrieval.top_k, high)
-    if value < 1 or value > high:
-        raise ApiError(422, f"invalid request: top_k: must be between 1 and {high}")
-    return value
+    try:
+        return validation.top_k(top_k, settings, default=default)
+    except validation.InvalidRequest as exc:
+        raise _unprocessable(exc) from None

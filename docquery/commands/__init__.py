@@ -1,1 +1,2 @@
-"""`docquery` subcommands that are more than a few lines (`config show`, `config reference`); cli.py registers them."""
+"""The `docquery` commands, one module each (ask, serve, eval, config, audit), each with a ``register(sub)``
+that adds its parser; docquery/cli.py registers them. `ingest` is contributed by the ingest package."""

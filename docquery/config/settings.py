@@ -30,6 +30,7 @@ from pydantic_settings import SettingsError as _SourceError
 from docquery.config.describe import describe_source_error, describe_validation_error
 from docquery.config.envvars import ENV_PREFIX, NESTED_DELIMITER, unknown_env_vars
 from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
+from docquery.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class Profile(StrEnum):
     PROD = "prod"
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigError, ValueError):
     """A configuration problem; the message names the setting, never its value."""
 
 

@@ -1,22 +1,24 @@
 """Remote embedder for an OpenAI-compatible ``/v1/embeddings`` (vLLM, TEI, ...).
 
-Two clients over the same protocol: ``embed`` (httpx, blocking) for ingest, which
-embeds from worker threads, and ``aembed`` (aiohttp) for the query path, which
-awaits the question's embedding on the event loop instead of sending a thread to
-wait on a socket (``rag.pipeline``). The API key is read through a callable on
-every call, so a rotated Vault-rendered file takes effect without a restart.
-Errors carry a status code and where the server is (URL and setting) at most, never the
-upstream body or the request's: either may hold the text.
+One HTTP library, aiohttp, as the LLM client: httpx's async pool cost ~8 ms of CPU per call at 32
+concurrent calls, aiohttp's 0.3 ms (docs/benchmarks.md, "aiohttp for the LLM client"). ``aembed`` runs
+on the caller's event loop, so the query path awaits the question's embedding instead of sending a
+thread to wait on a socket (``rag.pipeline``); ``embed``, called from ingest's worker threads, runs the
+same request on an event loop of the embedder's own thread, which keeps its connections between calls.
+The API key is read through a callable on every call, so a rotated Vault-rendered file takes effect
+without a restart. Errors carry a status code and where the server is (URL and setting) at most, never
+the upstream body or the request's: either may hold the text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 import aiohttp
-import httpx
 
 from docquery.core.errors import EmbedderError, EmbedderUnreachable
 from docquery.core.ports import KeyProvider
@@ -26,6 +28,7 @@ from docquery.runtime.loop_session import LoopSession
 # A response is refused past this many bytes per input text: 256 KiB holds a vector of about
 # 10,000 dimensions as JSON. A larger body is an upstream fault, not a reason to run out of memory.
 _BYTES_PER_INPUT = 256 * 1024
+_T = TypeVar("_T")
 
 
 class OpenAIEmbedder:
@@ -38,7 +41,6 @@ class OpenAIEmbedder:
         dimension: int | None = None,
         batch_size: int = 64,
         timeout_s: float = 30.0,
-        transport: httpx.BaseTransport | None = None,
         url_setting: str = "the embedder's base URL",
     ) -> None:
         """``url_setting`` names where ``base_url`` came from, for the message when the server does not answer."""
@@ -47,11 +49,10 @@ class OpenAIEmbedder:
         self._key = api_key
         self._batch = batch_size
         self._max_bytes = 1024 * 1024 + batch_size * _BYTES_PER_INPUT
-        # trust_env off, as in loop_session: a proxy variable must not receive document text.
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/") + "/", timeout=timeout_s, transport=transport, trust_env=False
-        )
-        self._async = LoopSession(base_url=base_url, timeout=aiohttp.ClientTimeout(total=timeout_s), limit=64)
+        # trust_env is off in LoopSession: a proxy variable must not receive document text or questions.
+        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._async = LoopSession(base_url=base_url, timeout=timeout, limit=64)
+        self._blocking = _LoopThread(LoopSession(base_url=base_url, timeout=timeout, limit=64))
         self._dimension = dimension if dimension is not None else len(self._call(["dimension probe"])[0])
 
     @property
@@ -75,24 +76,16 @@ class OpenAIEmbedder:
         return out
 
     def _call(self, batch: list[str]) -> list[list[float]]:
-        try:
-            with self._client.stream("POST", "embeddings", json=self._body(batch), headers=self._headers()) as resp:
-                if resp.status_code != 200:
-                    raise _refused(resp.status_code, self._where)
-                body = _Capped(self._max_bytes)
-                for part in resp.iter_bytes():  # decoded: the cap bounds what is held
-                    body.add(part)
-        except httpx.HTTPError:
-            raise self._unreachable() from None
-        return _vectors(body.value(), len(batch))
+        return self._blocking.run(self._acall(batch, self._blocking.session))
 
-    async def _acall(self, batch: list[str]) -> list[list[float]]:
+    async def _acall(self, batch: list[str], session: LoopSession | None = None) -> list[list[float]]:
+        client = (session or self._async).get()
         try:
-            async with self._async.get().post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
+            async with client.post("embeddings", json=self._body(batch), headers=self._headers()) as resp:
                 if resp.status != 200:
                     raise _refused(resp.status, self._where)
                 body = _Capped(self._max_bytes)
-                async for part in resp.content.iter_any():
+                async for part in resp.content.iter_any():  # decoded: the cap bounds what is held
                     body.add(part)
         except (aiohttp.ClientError, TimeoutError):
             raise self._unreachable() from None
@@ -114,11 +107,43 @@ class OpenAIEmbedder:
         return {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
 
     def close(self) -> None:
-        self._client.close()
+        self._blocking.close()
 
     async def aclose(self) -> None:
         """Release the query path's connection pool of the current event loop."""
         await self._async.aclose()
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, started on the first blocking call, for callers that have none.
+
+    Any thread may submit to it (ingest embeds from several); its session lives on that loop only.
+    """
+
+    def __init__(self, session: LoopSession) -> None:
+        self.session = session
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name="embedder-http", daemon=True)
+                self._thread.start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.session.aclose(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 class _Capped:

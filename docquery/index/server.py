@@ -19,7 +19,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from docquery.core.collection import DENSE_VECTOR, SPARSE_VECTOR
-from docquery.core.errors import CollectionMissingError, VectorIndexError, VectorIndexUnreachable
+from docquery.core.errors import CollectionMissingError, DocQueryError, VectorIndexError, VectorIndexUnreachable
 from docquery.core.ports import KeyProvider
 from docquery.index import engine as e
 from docquery.index.tuning import IndexTuning
@@ -27,7 +27,7 @@ from docquery.index.tuning import IndexTuning
 LOCAL_MEMORY = ":memory:"
 
 
-class _NoKeyError(Exception):
+class _NoKeyError(DocQueryError):
     """The key provider has no key now (its file was removed): no request is sent."""
 
 

@@ -19,13 +19,7 @@ from pathlib import Path
 
 from docquery.config.settings import Settings
 from docquery.core.collection import COLLECTION_NAME_RULE, is_valid_collection_name
-from docquery.core.errors import ConfigError, DocQueryError
-
-EXIT_BUSY = 3
-
-
-class BusyError(DocQueryError):
-    """Another process holds a resource this command needs (the embedded index, a port)."""
+from docquery.core.errors import BusyError, ConfigError
 
 
 @dataclass(frozen=True)

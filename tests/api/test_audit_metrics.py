@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from docquery.api.audit import AUDIT_LOGGER, AuditLog, verify_audit_log
-from docquery.api.audit import main as audit_main
 from docquery.api.metrics import Metrics, start_metrics_server
+from docquery.cli import main as cli_main
 from tests.support.api_harness import Harness, bearer
 from tests.support.fixtures import VACATION, harness_fixture
 
@@ -20,6 +20,10 @@ AUTH = bearer("tok-alice-eng")
 
 
 h = harness_fixture(VACATION, ("pay", "Salaries are paid monthly.", "hr"))
+
+
+def audit_main(argv: list[str]) -> int:
+    return cli_main(["audit", "verify", *argv])
 
 
 def _audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

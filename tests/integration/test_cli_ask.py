@@ -57,7 +57,7 @@ def test_ask_on_an_empty_collection_says_so(tmp_path: Path) -> None:
 def test_top_k_is_bounded_like_the_api(tmp_path: Path, value: str) -> None:
     got = _ask(tmp_path, "--top-k", value)
     assert got.returncode == EXIT_USAGE
-    assert "--top-k must be between 1 and 50" in _one_line(got)
+    assert "--top-k: must be between 1 and 50" in _one_line(got)
 
 
 def test_top_k_bound_follows_the_setting(tmp_path: Path) -> None:

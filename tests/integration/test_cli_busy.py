@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from docquery.config.settings import Settings
-from docquery.runtime.preflight import EXIT_BUSY, lock_holder
+from docquery.core.exits import ExitCode
+from docquery.runtime.preflight import lock_holder
 from docquery.wiring import build_index
 from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
@@ -126,7 +127,7 @@ def test_commands_while_serve_holds_the_index(
     ):
         started = time.monotonic()
         got = _docquery(*args, env=env)
-        assert got.returncode == EXIT_BUSY, (args, got.stderr)
+        assert got.returncode == ExitCode.BUSY, (args, got.stderr)
         _one_clear_line(got, f"process {proc.pid}", "docquery serve", "DOCQUERY_QDRANT__URL")
         # Checked before the model loads: no model line, and quickly.
         assert "SentenceTransformer" not in got.stderr
@@ -149,7 +150,7 @@ def test_serve_on_a_busy_port(tmp_path: Path, which: str) -> None:
             _one_clear_line(got, f"metrics port 127.0.0.1:{busy} is in use", "DOCQUERY_METRICS_PORT")
     finally:
         holder.close()
-    assert got.returncode == EXIT_BUSY
+    assert got.returncode == ExitCode.BUSY
     assert "OSError" not in got.stderr
     # Both ports are checked before the model loads and before the index is opened (or created).
     assert "SentenceTransformer" not in got.stderr

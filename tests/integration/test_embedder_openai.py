@@ -183,3 +183,19 @@ def test_an_embedding_server_that_says_not_now_is_worth_a_retry(status: int, ret
     from docquery.embedders.remote import _refused
 
     assert isinstance(_refused(status, "at http://e/v1 (S)"), EmbedderUnreachable) is retryable
+
+
+def test_blocking_calls_from_several_threads_share_one_client(standin: StandInOpenAIServer) -> None:
+    # Ingest embeds from worker threads: each call runs on the embedder's own loop, whoever calls it.
+    from concurrent.futures import ThreadPoolExecutor
+
+    emb = _embedder(standin)
+    texts = [f"text {i}" for i in range(24)]
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            got = list(pool.map(lambda t: emb.embed([t]), texts))
+        assert got == [[hash_vector(t, 64)] for t in texts]
+        emb.close()
+        assert emb.embed(["after close"]) == [hash_vector("after close", 64)]  # a closed embedder starts again
+    finally:
+        emb.close()

@@ -1,5 +1,5 @@
 """#19.4: ``docquery serve`` logs one JSON object per line, every logger (uvicorn's too); audit records are
-objects that ``python -m docquery.api.audit`` verifies in the service's own log as written."""
+objects that ``docquery audit verify`` verifies in the service's own log as written."""
 
 from __future__ import annotations
 
@@ -109,7 +109,10 @@ def test_serve_logs_json_lines_and_audit_records_verify(tmp_path: Path) -> None:
     assert CANARY not in "\n".join(lines)  # the question is never logged, at DEBUG either
 
     verified = subprocess.run(
-        [sys.executable, "-m", "docquery.api.audit", str(log_path)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "docquery.cli", "audit", "verify", str(log_path)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["records"] == 3
@@ -121,5 +124,5 @@ def test_text_format_and_info_level_on_request(tmp_path: Path) -> None:
     assert not any("docquery.api.access" in line for line in lines)  # DEBUG only
     audit_lines = [line for line in lines if " docquery.audit " in line]
     assert len(audit_lines) == 3
-    verified = subprocess.run([sys.executable, "-m", "docquery.api.audit", str(log_path)], check=False)
+    verified = subprocess.run([sys.executable, "-m", "docquery.cli", "audit", "verify", str(log_path)], check=False)
     assert verified.returncode == 0

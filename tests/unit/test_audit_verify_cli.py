@@ -1,4 +1,4 @@
-"""``python -m docquery.api.audit``: an empty, wrong or missing input is never "ok" (docs/api.md, "Audit log")."""
+"""``docquery audit verify``: an empty, wrong or missing input is never "ok" (docs/api.md, "Audit log")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from docquery.api.audit import AuditLog
-from docquery.api.audit import main as audit_main
+from docquery.cli import main as cli_main
+
+
+def audit_main(argv: list[str]) -> int:
+    return cli_main(["audit", "verify", *argv])
 
 
 class _Lines(logging.Handler):
@@ -50,7 +54,7 @@ def test_no_file_is_usage_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         audit_main([])
     assert stop.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: python -m docquery.api.audit") and "FILE" in err
+    assert err.startswith("usage: docquery audit verify") and "FILE" in err
 
 
 def test_a_missing_file_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,8 +63,7 @@ def test_a_missing_file_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert audit_main([str(good), str(missing)]) == 2
     out, err = capsys.readouterr()
     assert err.splitlines() == [
-        f"python -m docquery.api.audit: cannot read {missing}: No such file or directory; "
-        "give the path of a readable log file"
+        f"docquery audit verify: cannot read {missing}: No such file or directory; give the path of a readable log file"
     ]
     assert out == ""  # no verdict about files it could not read
 
@@ -78,7 +81,7 @@ def test_no_audit_record_is_not_ok(tmp_path: Path, capsys: pytest.CaptureFixture
     out, err = capsys.readouterr()
     assert json.loads(out)["ok"] is False
     assert err.splitlines() == [
-        "python -m docquery.api.audit: no audit records were found in the given files (1): check that they are "
+        "docquery audit verify: no audit records were found in the given files (1): check that they are "
         "the service's log (lines of the docquery.audit logger), or pass --allow-empty if none are expected"
     ]
 
@@ -100,7 +103,7 @@ def test_allow_empty_does_not_hide_a_broken_chain(tmp_path: Path) -> None:
 @pytest.mark.slow  # runs a subprocess
 def test_as_a_module_no_traceback(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "docquery.api.audit", str(tmp_path / "nonexistent.log")],
+        [sys.executable, "-m", "docquery.cli", "audit", "verify", str(tmp_path / "nonexistent.log")],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 2

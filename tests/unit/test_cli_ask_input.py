@@ -48,7 +48,7 @@ def test_the_public_label_is_not_a_group(data_dir: Path, capsys: pytest.CaptureF
 @pytest.mark.parametrize("question", ["", "   ", "\n\t"])
 def test_an_empty_question_is_refused(data_dir: Path, capsys: pytest.CaptureFixture[str], question: str) -> None:
     assert main(["ask", question, "--as-groups", "staff"]) == EXIT_USAGE
-    assert _one_line(capsys).startswith("docquery: the question is empty: give it as the first argument")
+    assert _one_line(capsys).startswith("docquery: the question: must not be blank; give it as the first argument")
     assert not data_dir.exists()
 
 
@@ -70,7 +70,7 @@ def test_a_question_past_the_apis_bound_is_refused(
     code = main(["ask", "q" * length, "--as-groups", "staff"])
     line = _one_line(capsys)
     if refused:
-        assert code == EXIT_USAGE and "the question is longer than" in line and "q" * 10 not in line
+        assert code == EXIT_USAGE and "the question: longer than" in line and "q" * 10 not in line
     else:
         assert code == 4 and "the index is empty" in line  # past the check: nothing is indexed here
 

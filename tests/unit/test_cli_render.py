@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 from rich.markdown import Markdown
 
-from docquery.cli import _plain_text
+from docquery.commands.ask import _plain_text
 from docquery.rag.sanitize import Sanitizer
 
 # What a document says -> what a reader must see (never HTML, never dropped).

@@ -14,7 +14,8 @@ import ingest.cli as ingest_cli
 from docquery.cli import main
 from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import is_valid_collection_name
-from docquery.runtime.preflight import BusyError, edge_collection
+from docquery.core.errors import BusyError
+from docquery.runtime.preflight import edge_collection
 
 HOSTILE = [
     "../../escaped",
@@ -73,7 +74,7 @@ def test_the_flag_refuses_a_bad_name_in_one_line_and_writes_nothing(
     argv = [str(docs), "--groups", "staff"] if command == "ingest" else ["a question?"]
     assert main([command, *argv, f"--collection={name}"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and "--collection must be 1 to 64 letters" in err
+    assert out == "" and err.count("\n") == 1 and "--collection: must be 1 to 64 letters" in err
     assert "\x1b" not in err and "Traceback" not in err
     assert not data.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["deep", "docs"]
     assert list((tmp_path / "deep").iterdir()) == []

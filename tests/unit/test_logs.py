@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from docquery.api.audit import AuditLog
-from docquery.api.audit import main as audit_main
+from docquery.cli import main as cli_main
 from docquery.core.errors import ConfigError
 from docquery.runtime.logs import (
     REQUEST_ID,
@@ -22,6 +22,10 @@ from docquery.runtime.logs import (
     configure_logging,
     resolve_format,
 )
+
+
+def audit_main(argv: list[str]) -> int:
+    return cli_main(["audit", "verify", *argv])
 
 
 class _Tty(io.StringIO):

@@ -54,7 +54,7 @@ def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, enabled: bool
 ) -> None:
     import docquery.wiring
-    from docquery.evaluation.cli import cmd_eval_retrieval
+    from docquery.commands.eval import cmd_eval_retrieval
 
     calls: list[str] = []
 

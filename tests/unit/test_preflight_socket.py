@@ -12,8 +12,8 @@ import socket
 
 import pytest
 
-from docquery.core.errors import ConfigError
-from docquery.runtime.preflight import BusyError, bind_socket
+from docquery.core.errors import BusyError, ConfigError
+from docquery.runtime.preflight import bind_socket
 
 
 @pytest.mark.slow  # listens on a loopback port

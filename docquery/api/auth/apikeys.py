@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from docquery.core.collection import GROUP_NAME_RULE, is_valid_group_name
+from docquery.core.errors import ConfigError
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ class ApiKeyEntry:
     tenant: str | None = None
 
 
-class ApiKeyFileError(ValueError):
+class ApiKeyFileError(ConfigError, ValueError):
     """The key file is malformed; the message says where, never what the value was."""
 
 

@@ -1,4 +1,4 @@
-"""``docquery eval retrieval DATASET_DIR``: the CLI face of ``runner.run_eval``."""
+"""``docquery eval retrieval DATASET_DIR``: the command face of ``docquery.evaluation.runner.run_eval``."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docquery.config.settings import Settings
-from docquery.core.errors import ConfigError
-from docquery.evaluation.metrics import METRIC_KEYS
-from docquery.evaluation.progress import Progress, RichProgress, default_progress
+from docquery import validation
+from docquery.core.exits import ExitCode
 
 if TYPE_CHECKING:
+    from docquery.config.settings import Settings
+    from docquery.evaluation.progress import Progress
     from docquery.evaluation.runner import EvalResult
-
-EXIT_OK = 0
 
 
 def register(sub: Any) -> None:
@@ -41,18 +39,15 @@ def register(sub: Any) -> None:
 
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: numpy and the engine load only when this command runs.
-    from docquery.chunking import ChunkSpec
     from docquery.evaluation.beir import check_layout
+    from docquery.evaluation.progress import RichProgress, default_progress
     from docquery.evaluation.runner import EvalConfig, run_eval
     from docquery.runtime.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params, index_tuning
 
     # Input and settings first: loading the model takes seconds to minutes, a typo must not wait for it.
     check_layout(args.dataset_dir, args.split)
-    try:
-        spec = None if args.whole_documents else ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
-    except ValueError as exc:
-        raise ConfigError(f"DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP: {exc}") from None
+    spec = None if args.whole_documents else validation.chunk_spec(settings)
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
     embedder = build_embedder(settings)
@@ -75,10 +70,12 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(json.dumps(result.as_json()) + "\n")
     else:
         sys.stdout.write(format_table(result))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def format_table(result: EvalResult) -> str:
+    from docquery.evaluation.metrics import METRIC_KEYS
+
     lines = [
         f"retrieval on {result.split} split, mode {result.mode}: {result.n_queries} queries, "
         f"{result.n_docs} documents, {result.n_chunks} chunks, {result.seconds:.0f}s",
