@@ -3,8 +3,11 @@ without root (``apt-get download``, then ``dpkg-deb -x``) into a cache folder ou
 repository, its pages copied flat into ``CACHE/corpus/PACKAGE`` (the folder to ingest).
 
     .venv/bin/python benchmarks/realdocs/build.py [--package postgresql-doc-15] [--cache ~/.cache/docquery/realdocs]
+                                                  [--pages N]
 
-Prints the corpus folder. Nothing of the corpus is committed; the questions are
+Prints the corpus folder. ``--pages N`` keeps every page a question names and fills up to N with
+the others in a fixed pseudo-random order (by the SHA-256 of their names), into ``PACKAGE-N``:
+a smaller corpus for a slow machine, the same one on every run. Nothing of the corpus is committed; the questions are
 (benchmarks/realdocs/questions.json). Python's own documentation is left out on purpose: it is
 kept aside to check, later, that the results hold on a corpus nobody tuned on.
 """
@@ -12,6 +15,8 @@ kept aside to check, later, that the results hold on a corpus nobody tuned on.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -19,6 +24,7 @@ from pathlib import Path
 
 DEFAULT_PACKAGE = "postgresql-doc-15"
 DEFAULT_CACHE = Path.home() / ".cache" / "docquery" / "realdocs"
+QUESTIONS = Path(__file__).resolve().parent / "questions.json"
 
 
 def fetch(package: str, cache: Path) -> Path:
@@ -34,7 +40,16 @@ def fetch(package: str, cache: Path) -> Path:
     return found[-1]
 
 
-def build(package: str, cache: Path) -> Path:
+def chosen(pages: list[Path], limit: int | None) -> list[Path]:
+    if limit is None or limit >= len(pages):
+        return pages
+    named = {p for q in json.loads(QUESTIONS.read_text())["questions"] for p in q["pages"]}
+    keep = [p for p in pages if p.name in named]
+    rest = sorted((p for p in pages if p.name not in named), key=lambda p: hashlib.sha256(p.name.encode()).digest())
+    return sorted(keep + rest[: max(0, limit - len(keep))])
+
+
+def build(package: str, cache: Path, limit: int | None = None) -> Path:
     deb = fetch(package, cache)
     extracted = cache / "extracted" / deb.stem
     if not extracted.exists():
@@ -46,7 +61,8 @@ def build(package: str, cache: Path) -> Path:
     pages = sorted(extracted.rglob("*.html"))
     if not pages:
         raise SystemExit(f"{deb.name} holds no HTML pages")
-    corpus = cache / "corpus" / package
+    pages = chosen(pages, limit)
+    corpus = cache / "corpus" / (package if limit is None else f"{package}-{limit}")
     shutil.rmtree(corpus, ignore_errors=True)
     corpus.mkdir(parents=True)
     for page in pages:
@@ -61,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--package", default=DEFAULT_PACKAGE)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--pages", type=int, default=None, help="at most this many pages (all that questions name)")
     args = ap.parse_args(argv)
-    corpus = build(args.package, args.cache.expanduser())
+    corpus = build(args.package, args.cache.expanduser(), args.pages)
     pages = list(corpus.glob("*.html"))
     size = sum(p.stat().st_size for p in pages)
     print(f"{corpus}  ({len(pages)} pages, {size / 1e6:.1f} MB)", file=sys.stderr)

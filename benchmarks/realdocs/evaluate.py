@@ -19,9 +19,10 @@ What is reported, per run, and how each is defined:
   permalink mark (¶), or that holds no code block, no table row and no line of six words or more
   (a list of links, a table of contents).
 - **stub**: a returned passage with fewer than 40 characters of text once fence lines are removed.
-- **damaged code**: a returned passage, or an extractive answer, in which two consecutive lines of
-  one of its page's ``<pre>`` blocks (8 characters or more each) appear one after the other with
-  their words, but not each as a line as it was (line breaks flattened, indentation lost).
+- **damaged code**: a returned passage, or an extractive answer, in which three consecutive lines
+  of one of its page's ``<pre>`` blocks (8 characters or more each) appear one after the other with
+  their words, but the first is on no line of its own (line breaks flattened) or only in its
+  whitespace-folded form (indentation and alignment lost).
 - **stitched bullets**: an extractive answer's bullet whose text (less its [Sk] marker) is not one
   contiguous run of the cited passage's text, whitespace folded; a bullet with an ellipsis must be
   contiguous runs, in order, between its ellipses.
@@ -33,7 +34,6 @@ What is reported, per run, and how each is defined:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import re
@@ -97,17 +97,28 @@ def pre_blocks(page: Path) -> list[list[str]]:
 
 
 def damaged(text: str, blocks: list[list[str]]) -> list[str]:
-    """Code lines the text holds with their words but not as they were: two consecutive lines of a
-    ``<pre>`` block (each of 8 characters or more) found one after the other, whitespace folded,
-    while the first of them is not a line of the text as it is (flattened, re-indented, escaped)."""
+    """Code lines the text holds with their words but not as they were. For three consecutive lines
+    of a ``<pre>`` block (8 characters or more each; two for a block of two lines) found one after
+    the other, whitespace folded (fewer would match inside one line of prose or of other code):
+    the first is damaged when no line of the text holds it (line breaks flattened), or when a line
+    of the text is exactly its folded form while it had indentation or runs of spaces, and no line
+    holds it as it was (whitespace lost)."""
     folded = fold(text)
     own = {ln.rstrip() for ln in text.split("\n")}
+    own_folded = {fold(ln) for ln in own}
     out = []
     for lines in blocks:
-        for a, b in itertools.pairwise(lines):
-            if min(len(a.strip()), len(b.strip())) < CODE_LINE_MIN:
+        width = min(3, len(lines))
+        if width < 2:  # a one-line block cannot be flattened, and its text matches inside other lines
+            continue
+        for i in range(len(lines) - width + 1):
+            run = lines[i : i + width]
+            if min(len(ln.strip()) for ln in run) < CODE_LINE_MIN or fold(" ".join(run)) not in folded:
                 continue
-            if fold(f"{a} {b}") in folded and (a not in own or b not in own):
+            a = run[0]
+            flattened = fold(a) not in own_folded
+            squashed = a != fold(a) and a not in own and fold(a) in own
+            if flattened or squashed:
                 out.append(a)
     return out
 
@@ -152,6 +163,7 @@ def run_ingest(product: Path, corpus: Path, data_dir: Path) -> dict[str, Any]:
     proc = subprocess.Popen(
         [*cmd, "ingest", str(corpus), "--groups", "staff", "--json"],
         env=env,
+        cwd=product,  # python -c puts its working directory first on sys.path, ahead of PYTHONPATH
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -183,7 +195,9 @@ def run_ingest(product: Path, corpus: Path, data_dir: Path) -> dict[str, Any]:
 
 def run_queries(product: Path, data_dir: Path, out: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(product), "DOCQUERY_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--query-phase", str(out)], env=env, check=True)
+    subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--query-phase", str(out)], env=env, cwd=product, check=True
+    )
 
 
 def query_phase(out: Path) -> None:
