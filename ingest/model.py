@@ -53,6 +53,7 @@ class SourceFile:
 class LoadedDoc:
     title: str
     sections: tuple[Section, ...]
+    whole_body: bool = False  # an HTML page with no detectable main content, read whole
 
 
 @dataclass(frozen=True)
@@ -75,3 +76,4 @@ class PreparedDoc:
     chunks: list[Chunk]
     quarantined: list[bool]
     embed_texts: list[str] = field(default_factory=list)
+    whole_body: bool = False  # LoadedDoc.whole_body: an HTML page read whole, no main content found

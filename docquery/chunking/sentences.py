@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from docquery.chunking.code import CodeBlock, Piece, block_parts, code_blocks
 from docquery.chunking.tokenizers import RegexTokenizer, Span, Tokenizer
 
 
@@ -44,7 +45,8 @@ class ChunkSpec:
 
 @dataclass(frozen=True)
 class TextChunk:
-    """A chunk and where it came from: ``text == sections[section].text[start:end]``."""
+    """A chunk and where it came from: ``text == sections[section].text[start:end]``, but for a
+    part of a code block too long for one chunk, which gets its fence lines around that slice."""
 
     text: str
     page: str | None
@@ -54,7 +56,7 @@ class TextChunk:
     end: int = 0
 
 
-SPLITTER_VERSION = "sentences2"  # 2: later chunks are embedded with their document's title
+SPLITTER_VERSION = "sentences3"  # 2: later chunks embedded with their title; 3: code blocks kept whole
 # The bundled model's window (256) less [CLS] and [SEP]: chunk plus title prefix stay inside it.
 EMBED_WINDOW_TOKENS = 254
 # The loaders join paragraphs with one blank line; llama-index's default is two.
@@ -125,12 +127,74 @@ class SentenceChunker:
 
     def split(self, text: str) -> list[Span]:
         """Character spans of the chunks of ``text``, in order."""
+        return [(p.start, p.end) for p in self.pieces(text)]
+
+    def pieces(self, text: str) -> list[Piece]:
+        """The chunks of ``text`` in order. A fenced code block is never cut unless it is longer than
+        a chunk; then it is cut at line boundaries and each part is fenced again."""
         if not text.strip():
             return []
         counts = _Counts(text, self.tokenizer.spans([text])[0], self.tokenizer)
         if counts.total <= self.spec.size:  # what the splitter returns for a text that fits
             start = len(text) - len(text.lstrip())
+            return [Piece(start, start + len(text.strip()))]
+        blocks = code_blocks(text)
+        if not blocks:
+            return [Piece(a, b) for a, b in self._sentences(text, counts)]
+        return self._around_code(text, counts, blocks)
+
+    def _around_code(self, text: str, counts: _Counts, blocks: list[CodeBlock]) -> list[Piece]:
+        """Prose between the blocks split as usual, each block whole or in parts, then neighbours
+        joined while they fit (so a block stays with the sentence that introduces it)."""
+        units: list[Piece] = []
+        pos = 0
+        for block in blocks:
+            units.extend(self._prose(text, pos, block.start))
+            if counts.exact(block.start, block.end) <= self.spec.size:
+                units.append(Piece(block.start, block.end))
+            else:
+                fences = self.tokenizer.count(block.opening) + self.tokenizer.count(block.fence)
+                room = max(1, self.spec.size - fences)
+                for part in block_parts(text, block, counts.exact, room):
+                    if counts.exact(part.start, part.end) <= room:
+                        units.append(part)
+                        continue
+                    line = text[part.start : part.end]  # one line longer than a chunk: token windows
+                    windows = _token_windows(line, self.tokenizer.spans([line])[0], ChunkSpec(max(16, room), 0))
+                    units.extend(
+                        Piece(part.start + a, part.start + b, block.opening + "\n", "\n" + block.fence)
+                        for a, b in windows
+                    )
+            pos = block.end
+        units.extend(self._prose(text, pos, len(text)))
+        out: list[Piece] = []
+        for unit in units:
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and not (last.tail or unit.head)
+                and unit.start >= last.end
+                and counts.exact(last.start, unit.end) <= self.spec.size
+            ):
+                out[-1] = Piece(last.start, unit.end, last.head, unit.tail)
+            else:
+                out.append(unit)
+        return out
+
+    def _prose(self, text: str, start: int, end: int) -> list[Piece]:
+        part = text[start:end]
+        return [Piece(start + a, start + b) for a, b in self._sentences_of(part)]
+
+    def _sentences_of(self, text: str) -> list[Span]:
+        if not text.strip():
+            return []
+        counts = _Counts(text, self.tokenizer.spans([text])[0], self.tokenizer)
+        if counts.total <= self.spec.size:
+            start = len(text) - len(text.lstrip())
             return [(start, start + len(text.strip()))]
+        return self._sentences(text, counts)
+
+    def _sentences(self, text: str, counts: _Counts) -> list[Span]:
         self._counts = counts
         try:
             pieces = self.load().split_text(text)
@@ -155,9 +219,10 @@ class SentenceChunker:
         for number, section in enumerate(sections):
             for block_start, block_end in _blocks(section.text):
                 block = section.text[block_start:block_end]
-                for a, b in self.split(block):
-                    start, end = block_start + a, block_start + b
-                    out.append(TextChunk(section.text[start:end], section.page, section.flags, number, start, end))
+                for p in self.pieces(block):
+                    start, end = block_start + p.start, block_start + p.end
+                    text = p.head + section.text[start:end] + p.tail
+                    out.append(TextChunk(text, section.page, section.flags, number, start, end))
         return out
 
 

@@ -173,9 +173,8 @@ def print_answer(answer: Answer) -> None:
 
     console = Console()
     console.soft_wrap = not console.is_terminal  # a pipe or a log gets whole lines, never cut at 80 columns
-    # Answer and citation fields are sanitised CommonMark: a terminal shows them rendered, so entities
-    # and escapes are decoded once ("&lt;string>" reads "<string>"); piped output keeps the markdown.
-    shown = _plain_text if console.is_terminal else str
+    # The answer is sanitised CommonMark: a terminal shows it rendered; piped output keeps the markdown.
+    # Citation title, source and page are plain text, printed as they are (never Markdown here).
     console.print(f"[bold]Answer[/bold] ({answer.mode}, {answer.model})", highlight=False)
     if console.is_terminal:
         from rich.markdown import Markdown
@@ -186,22 +185,11 @@ def print_answer(answer: Answer) -> None:
     if answer.citations:
         console.print("[bold]Citations[/bold]")
         for c in answer.citations:
-            where = f" ({shown(c.page)})" if c.page else ""
+            where = f" ({c.page})" if c.page else ""
             console.print(
-                f"  [{c.id}] {shown(c.title)} — {shown(c.source)}{where}  score={c.score:.4f}",
+                f"  [{c.id}] {c.title} — {c.source}{where}  score={c.score:.4f}",
                 markup=False,
                 highlight=False,
             )
     else:
         console.print("[dim]No citations.[/dim]")
-
-
-def _plain_text(markdown: str) -> str:
-    """One line of sanitised CommonMark as the text a renderer shows (entities, escapes decoded)."""
-    from markdown_it import MarkdownIt
-
-    parts: list[str] = []
-    for token in MarkdownIt("commonmark").parseInline(markdown):
-        for child in token.children or ():
-            parts.append(" " if child.type in ("softbreak", "hardbreak") else child.content)
-    return "".join(parts)

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt, TokenMeter
 from docquery.core.ports import Embedder, Generator, SearchMode, VectorIndex
+from docquery.rag.citation_fields import plain_field
 from docquery.rag.conversation import (
     ConversationConfig,
     Turn,
@@ -157,13 +158,15 @@ class RagPipeline:
         self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
 
     def citations(self, hits: list[Hit]) -> list[Citation]:
-        """Citations for ``hits``; every string from the index is made safe (it came from a document)."""
+        """Citations for ``hits``; every string from the index came from a document: the snippet is made
+        safe Markdown, title, source and page plain text (``citation_fields``)."""
         label = self.sanitizer.label
         citations = citations_for(hits, clean=label)
         for c in citations:  # built just above and not shared: finished in place, not copied
             c.doc_id = label(c.doc_id)
-            c.source = label(c.source)
-            c.page = None if c.page is None else label(c.page)
+            c.title = plain_field(c.title)
+            c.source = plain_field(c.source)
+            c.page = None if c.page is None else plain_field(c.page)
         return citations
 
     async def answer(

@@ -66,7 +66,7 @@ def citations_for(hits: Sequence[Hit], *, clean: Callable[[str], str]) -> list[C
                 id=f"S{i}",
                 doc_id=h.chunk.doc_id,
                 source=h.chunk.source,
-                title=clean(h.chunk.title),
+                title=h.chunk.title,
                 chunk_index=h.chunk.chunk_index,
                 score=round(h.score, 6),
                 snippet=snippet,

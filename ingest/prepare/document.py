@@ -113,4 +113,5 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
         chunks=chunks,
         quarantined=quarantined,
         embed_texts=[prefix.apply(c.text) for c in chunks],
+        whole_body=doc.whole_body,
     )

@@ -31,6 +31,8 @@ class Report:
     chunks_flagged: int = 0
     chunks_quarantined: int = 0
     chunks_deleted: int = 0
+    # HTML pages with no detectable main content, indexed whole (site furniture and all).
+    html_whole_body: int = 0
     dry_run: bool = False
     shard: str = "0/1"
     plan: dict[str, list[str]] | None = None
@@ -66,6 +68,7 @@ class Report:
             "chunks_flagged": self.chunks_flagged,
             "chunks_quarantined": self.chunks_quarantined,
             "chunks_deleted": self.chunks_deleted,
+            "html_whole_body": self.html_whole_body,
             "dry_run": self.dry_run,
             "shard": self.shard,
         }
@@ -87,6 +90,7 @@ class Report:
             ("chunks_written", self.chunks_written),
             ("chunks_flagged", self.chunks_flagged),
             ("chunks_quarantined", self.chunks_quarantined),
+            ("html_whole_body", self.html_whole_body),
         ]
 
     def plain_lines(self) -> list[str]:

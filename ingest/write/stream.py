@@ -277,6 +277,7 @@ def _count_finished(prep: PreparedDoc, shared: _Shared) -> None:
         report.chunks_written += len(prep.chunks)
         report.chunks_flagged += sum(1 for c in prep.chunks if c.flags)
         report.chunks_quarantined += sum(prep.quarantined)
+        report.html_whole_body += prep.whole_body
         if prep.planned.previous is None:
             report.added += 1
         else:

@@ -1,11 +1,12 @@
-"""Every document-derived string that leaves is safe (#23.2); finish_reason passes through and the
-audit lists only what was returned (#23.9).
+"""Every document-derived string that leaves is safe; finish_reason passes through and the
+audit lists only what was returned.
 
 The schema walk: the response schemas (OpenAPI) name every string field of a citation and a
 document listing; each is filled in the index with attack strings (a file name, heading or page
 that is markup), then every path that returns them is called: /v1/query (JSON and stream),
 /v1/search, the chat facade (JSON and stream, with its sources footer) and /v1/documents. Every
-string in every response must render inert in both markdown renderers and carry no tag start.
+Markdown string in every response must render inert in both markdown renderers and carry no tag
+start; title, source and page are plain text: the document's own text on one line, never escaped.
 """
 
 from __future__ import annotations
@@ -62,8 +63,19 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield from _strings(v, f"{path}[{i}]")
 
 
+# Plain-text fields (a client shows them as text): the attack comes back as written, on one line.
+PLAIN_FIELDS = ("title", "source", "page")
+
+
+def _one_line(attack: str) -> str:
+    return " ".join(re.sub(r"[\x00-\x1f\x7f-\x9f]+", " ", attack.replace("\u202e", "")).split())
+
+
 def _assert_inert(where: str, value: Any) -> None:
     for path, text in _strings(value):
+        if path.rsplit(".", 1)[-1] in PLAIN_FIELDS:
+            assert any(text in (_one_line(a), _one_line(a) + ".md") for a in ATTACKS), (where, path, text)
+            continue
         assert not violations(text), (where, path, text, violations(text))
         assert not re.search(r"<[A-Za-z!/?]", text), (where, path, text)
 

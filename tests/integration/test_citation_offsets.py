@@ -63,7 +63,7 @@ def test_documents_chunked_by_the_former_chunker_are_reindexed(ingest_env: Inges
     again = ingest_env.run()
     assert (again.updated, again.unchanged) == (1, 0)
     (record,) = ingest_env.index.list_documents()
-    assert "chunks=sentences2/200/30" in record.extra[EXTRA_PIPELINE]
+    assert "chunks=sentences3/200/30" in record.extra[EXTRA_PIPELINE]
     assert ingest_env.run().unchanged == 1
 
 

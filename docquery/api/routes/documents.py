@@ -17,6 +17,7 @@ from docquery.api.cursors import CursorSealer
 from docquery.api.deps import AdminCall, QueryCall
 from docquery.api.errors import ApiError
 from docquery.api.schemas import DeleteResult, DocumentInfo, DocumentList
+from docquery.rag.citation_fields import plain_field
 
 router = APIRouter(prefix="/v1")
 
@@ -53,14 +54,14 @@ async def list_documents(
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would
     # reveal the names of groups the caller is not in.
-    # Every string here comes from the index, i.e. from a document or its file name: made
-    # safe like citation fields (a UI may render them as markdown).
+    # Every string here comes from the index, i.e. from a document or its file name: title and
+    # source are plain text like a citation's (``citation_fields``), the rest made safe Markdown.
     label = c.pipeline.sanitizer.label
     docs = [
         DocumentInfo(
             doc_id=label(r.doc_id),
-            source=label(r.source),
-            title=label(r.title),
+            source=plain_field(r.source),
+            title=plain_field(r.title),
             chunk_count=r.chunk_count,
             ingested_at=label(r.ingested_at),
             status=r.status,

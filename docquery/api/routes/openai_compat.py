@@ -32,8 +32,10 @@ from docquery.api.openai_schemas import AssistantMessage, ChatCompletion, Choice
 from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docquery.api.sse import STREAM_HEADERS, sse_data
 from docquery.core.domain import Citation, FinishReason, TokenMeter
+from docquery.rag.citation_fields import sources_markdown
 from docquery.rag.conversation import Turn
 from docquery.rag.pipeline import StreamEvent
+from docquery.rag.sanitize import Sanitizer
 
 log = logging.getLogger("docquery.api")
 router = APIRouter(prefix="/v1")
@@ -112,15 +114,6 @@ def _question(body: ChatCompletionRequest) -> tuple[str, list[Turn]]:
     raise ApiError(422, "invalid request: messages: no user message")
 
 
-def sources_footer(citations: list[Citation]) -> str:
-    """The citations as text for chat UIs. Their fields are already safe (``RagPipeline.citations``),
-    and safe pieces joined with fixed text stay safe: not sanitised again (that would escape twice)."""
-    if not citations:
-        return ""
-    lines = [f"[{c.id}] {c.title or c.source} ({c.source})" for c in citations]
-    return "\n\nSources:\n" + "\n".join(lines)
-
-
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A chat.completion object, or with stream=true an event stream of chat.completion.chunk "
@@ -147,7 +140,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
         async with slot:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        content = answer.answer + sources_footer(answer.citations)
+        content = answer.answer + sources_markdown(answer.citations, c.pipeline.sanitizer)
         completion = ChatCompletion(
             id=cid,
             created=created,
@@ -165,7 +158,9 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
     ctx.outcome = "refused" if trace.refused else "answered"
     usage = body.stream_options is not None and body.stream_options.include_usage
     meter = trace.tokens if usage else None
-    stream = _chunks(head, events=events, ctx=ctx, cid=cid, created=created, slot=slot, meter=meter)
+    stream = _chunks(
+        head, events=events, ctx=ctx, cid=cid, created=created, slot=slot, meter=meter, sanitizer=c.pipeline.sanitizer
+    )
     return StreamingResponse(stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -193,6 +188,7 @@ async def _chunks(
     created: int,
     slot: LlmSlot,
     meter: TokenMeter | None,
+    sanitizer: Sanitizer,
 ) -> AsyncIterator[bytes]:
     citations: list[Citation] = []
 
@@ -204,7 +200,7 @@ async def _chunks(
         if ev.event == "delta":
             return sse_data(_chunk(cid, created, {"content": ev.data["text"]}))
         if ev.event == "done":
-            footer = sources_footer(citations)
+            footer = sources_markdown(citations, sanitizer)
             tail = sse_data(_chunk(cid, created, {"content": footer})) if footer else b""
             finish = _finish(ev.data.get("finish_reason"))
             tail += sse_data(_chunk(cid, created, {}, finish))

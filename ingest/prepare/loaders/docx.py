@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from docquery.chunking.code import fenced
 from ingest.model import FileRejected, LoadedDoc, Section
 from ingest.prepare.loaders.docx_hidden import HiddenRuns
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS
@@ -101,8 +102,15 @@ class _Sections:
         self.out: list[Section] = []
         self.budget = budget
         self.hidden_runs = HiddenRuns()
+        self.code: list[str] = []  # consecutive paragraphs in a code style, fenced as one block
+
+    def end_code(self) -> None:
+        if self.code:
+            self.buf.append(fenced("\n".join(ln.rstrip() for ln in self.code).strip("\n")))
+            self.code.clear()
 
     def flush(self) -> None:
+        self.end_code()
         text = "\n".join(self.buf).strip()
         flags = frozenset({"hidden_text"}) if self.hidden >= FLAG_MIN_CHARS else frozenset()
         if text or flags:
@@ -127,6 +135,10 @@ class _Sections:
                     parts.append(run.text)
         text = self.budget.take("".join(parts))
         style = (para.style.name or "") if para.style is not None else ""
+        if _is_code_style(style):
+            self.code.append(text)
+            return
+        self.end_code()
         if style == "Title" and text.strip():
             self.heading(0, text.strip())
         elif style.startswith("Heading") and text.strip():
@@ -134,6 +146,15 @@ class _Sections:
             self.heading(level, text.strip())
         elif text.strip():
             self.buf.append(text)
+
+
+# Word's and LibreOffice's preformatted styles, and the usual custom names ("Code Block", "Source Code").
+_CODE_STYLES = frozenset({"html preformatted", "macro text", "preformatted text", "plain text"})
+
+
+def _is_code_style(style: str) -> bool:
+    name = style.strip().lower()
+    return name in _CODE_STYLES or name.startswith("code") or name.endswith(" code") or "source code" in name
 
 
 def _table(table: Table, sections: _Sections) -> None:

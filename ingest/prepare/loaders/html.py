@@ -1,9 +1,12 @@
 """HTML with a real parser (lxml through BeautifulSoup), styles through tinycss2.
 
-Scripts, styles and other non-text elements are dropped. Hidden elements and text
-(``ingest.prepare.loaders.hidden``: the computed style of each element, from inline styles,
-``<style>`` rules by selector, presentational attributes and inheritance) are dropped
-too, and the section they were in is flagged ``hidden_html``. Sections follow h1-h6.
+Only the page's main content is read, without site furniture (``html_main``); a page with no
+detectable main content is read whole (``LoadedDoc.whole_body``). Scripts, styles and other
+non-text elements are dropped. Hidden elements and text (``ingest.prepare.loaders.hidden``: the
+computed style of each element, from inline styles, ``<style>`` rules by selector,
+presentational attributes and inheritance) are dropped too, and the section they were in is
+flagged ``hidden_html``. Sections follow h1-h6. ``<pre>`` blocks become fenced code blocks
+with their lines as they are; table rows become one line each, cells separated by `` | ``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from pathlib import Path
 from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, Tag, XMLParsedAsHTMLWarning
 from bs4.element import Comment, Doctype, NavigableString, ProcessingInstruction
 
+from docquery.chunking.code import fenced
 from ingest.model import LoadedDoc, Section
+from ingest.prepare.loaders import html_main
 from ingest.prepare.loaders.css import Context
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, Styles
 from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, heading_path
@@ -26,25 +31,31 @@ _BLOCK = frozenset(
     {
         *("address", "article", "aside", "blockquote", "br", "dd", "details", "dialog", "div", "dl", "dt"),
         *("fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p"),
-        *("pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul"),
+        *("pre", "section", "summary", "table", "tbody", "tfoot", "thead", "tr", "ul"),
     }
 )
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 # A permalink inside a heading (Sphinx's "#" or "¶", MkDocs' anchors, GitHub's link icon): a glyph, not a word.
 _GLYPHS_ONLY = re.compile(r"^[\W_]*$")
 _BLANKS = re.compile(r"\n\s*\n+")
+_CELLS = ("td", "th")
+
+
+class _Code(str):
+    """The text of a ``<pre>`` block in a builder's buffer: kept as it is, fenced when flushed."""
 
 
 class _Builder:
-    def __init__(self, styles: Styles) -> None:
+    def __init__(self, styles: Styles, skip: frozenset[int] = frozenset()) -> None:
         self.styles = styles
+        self.skip = skip  # id() of the furniture elements
         self.path: list[tuple[int, str]] = []
         self.buf: list[str] = []
         self.hidden_chars = 0
         self.sections: list[Section] = []
 
     def flush(self) -> None:
-        text = _clean("".join(self.buf))
+        text = _joined(self.buf)
         flags = frozenset({"hidden_html"}) if self.hidden_chars >= FLAG_MIN_CHARS else frozenset()
         if text or flags:
             self.sections.append(Section(text=text, page=heading_path(t for _, t in self.path), flags=flags))
@@ -66,27 +77,40 @@ class _Builder:
             if not isinstance(child, Tag):
                 continue
             name = (child.name or "").lower()
-            if name in NON_TEXT_TAGS:
+            if name in NON_TEXT_TAGS or id(child) in self.skip:  # not text, or site furniture
                 continue
             hidden, inner = self.styles.visibility(child, ctx)
             if hidden or _is_permalink(child, name, out):
                 self.hidden_chars += _visible_len(child.get_text()) if hidden else 0
                 continue
             if name in _HEADINGS:
-                heading = _HeadingText()
-                self.walk(child, inner, heading)  # only what a reader sees of the heading
-                self.flush()
-                level = _HEADINGS[name]
-                while self.path and self.path[-1][0] >= level:
-                    self.path.pop()
-                self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")))  # cut by heading_path
-                continue
-            block = name in _BLOCK
-            if block:
-                out.append("\n")
-            self.walk(child, inner, out)
-            if block:
-                out.append("\n")
+                self._heading(child, _HEADINGS[name], inner)
+            elif not self._code_or_cell(child, name, inner, out):
+                block = name in _BLOCK
+                if block:
+                    out.append("\n")
+                self.walk(child, inner, out)
+                if block:
+                    out.append("\n")
+
+    def _heading(self, tag: Tag, level: int, ctx: Context) -> None:
+        heading = _HeadingText()
+        self.walk(tag, ctx, heading)  # only what a reader sees of the heading
+        self.flush()
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, _clean(" ".join(heading)).replace("\n", " ")))  # cut by heading_path
+
+    def _code_or_cell(self, tag: Tag, name: str, ctx: Context, out: list[str]) -> bool:
+        """Walks a ``<pre>`` block as code (True: done); puts `` | `` before a row's later cells."""
+        if name == "pre" and not isinstance(out, _HeadingText):
+            code: list[str] = []
+            self.walk(tag, ctx, code)
+            out.append(_Code("".join(code)))
+            return True
+        if name in _CELLS and tag.find_previous_sibling(_CELLS) is not None:
+            out.append(" | ")
+        return False
 
 
 def _is_permalink(tag: Tag, name: str, out: list[str]) -> bool:
@@ -103,6 +127,23 @@ class _HeadingText(list[str]):
 
 def _visible_len(text: str) -> int:
     return len(text) - sum(1 for ch in text if ch.isspace())
+
+
+def _joined(buf: list[str]) -> str:
+    """The buffer's text cleaned, with each ``<pre>`` block fenced and its lines kept as they are."""
+    parts: list[str] = []
+    run: list[str] = []
+    for piece in buf:
+        if isinstance(piece, _Code):
+            parts.append(_clean("".join(run)))
+            run.clear()
+            lines = [ln.rstrip() for ln in piece.split("\n")]
+            code = "\n".join(lines).strip("\n")
+            parts.append(fenced(code) if code.strip() else "")
+        else:
+            run.append(piece)
+    parts.append(_clean("".join(run)))
+    return "\n\n".join(p for p in parts if p)
 
 
 def _clean(text: str) -> str:
@@ -123,15 +164,39 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
     if not title:
         h1 = soup.find("h1")
         title = _clean(h1.get_text(" ")) if isinstance(h1, Tag) else path.stem
-    builder = _Builder(Styles([style.get_text() for style in soup.find_all("style")]))
-    ctx = Context()
-    for outer in (soup.html, soup.body):  # the page's own colours and background, inherited
-        if outer is not None:
-            hidden, ctx = builder.styles.visibility(outer, ctx)
-            if hidden:
-                builder.hidden_chars += _visible_len(outer.get_text())
-                builder.flush()
-                return LoadedDoc(title=title.replace("\n", " ")[:MAX_HEADING_CHARS], sections=tuple(builder.sections))
-    builder.walk(soup.body if soup.body is not None else soup, ctx, builder.buf)
+    styles = Styles([style.get_text() for style in soup.find_all("style")])
+    body = soup.body if soup.body is not None else soup
+    whole = True
+    root: Tag | BeautifulSoup = body
+    ctx: Context | None = None
+    found = html_main.candidates(soup)
+    if not found and isinstance(body, Tag):
+        near = html_main.located(text, body)
+        found = [near] if near is not None else []
+    for candidate in found:
+        ctx = _context(styles, candidate)
+        if ctx is not None:  # a hidden main element is no main content: the next is tried
+            root, whole = candidate, False
+            break
+    builder = _Builder(styles, frozenset(html_main.furniture(root)) if isinstance(root, Tag) else frozenset())
+    ctx = _context(styles, root) if whole else ctx
+    title = title.replace("\n", " ")[:MAX_HEADING_CHARS]
+    if ctx is None:  # the page itself is hidden
+        builder.hidden_chars += _visible_len(body.get_text())
+        builder.flush()
+        return LoadedDoc(title=title, sections=tuple(builder.sections), whole_body=whole)
+    builder.walk(root, ctx, builder.buf)
     builder.flush()
-    return LoadedDoc(title=title.replace("\n", " ")[:MAX_HEADING_CHARS], sections=tuple(builder.sections))
+    return LoadedDoc(title=title, sections=tuple(builder.sections), whole_body=whole)
+
+
+def _context(styles: Styles, el: Tag | BeautifulSoup) -> Context | None:
+    """What ``el``'s children inherit from it and its ancestors (the page's own colours and
+    background, say); None when it or one of them is hidden."""
+    chain = [p for p in el.parents if isinstance(p, Tag) and not isinstance(p, BeautifulSoup)][::-1]
+    ctx = Context()
+    for tag in [*chain, el] if not isinstance(el, BeautifulSoup) else chain:
+        hidden, ctx = styles.visibility(tag, ctx)
+        if hidden:
+            return None
+    return ctx

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from docquery.chunking.code import fence_sessions
 from ingest.model import LoadedDoc, Section
 from ingest.prepare.loaders.hidden import FLAG_MIN_CHARS, NON_TEXT_TAGS, attrs_hide, inline_hides
 from ingest.prepare.loaders.limits import MAX_HEADING_CHARS, Limits, heading_path
@@ -171,5 +172,5 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
         hidden += ref_hidden
         flags = frozenset({"hidden_html"}) if hidden >= FLAG_MIN_CHARS else frozenset()
         if clean.strip() or flags:
-            sections.append(Section(text=clean, page=heading_path(heads), flags=flags))
+            sections.append(Section(text=fence_sessions(clean), page=heading_path(heads), flags=flags))
     return LoadedDoc(title=_title(raw, path.stem), sections=tuple(sections))
