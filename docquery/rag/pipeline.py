@@ -103,10 +103,11 @@ class RagPipeline:
     async def standalone(
         self, question: str, history: list[Turn], principal: Principal, *, trace: Trace | None = None
     ) -> str:
-        """The question to search and answer, given earlier turns (docquery.rag.conversation).
+        """The text to search for, given earlier turns (docquery.rag.conversation).
 
-        Only the question changes: the ACL still comes from the principal alone, and history
-        never enters a prompt that carries sources. A caller who may read nothing gets no rewrite:
+        It is for retrieval only (``answer(..., search_for=...)``): the answer prompt gets the
+        caller's own question. The ACL still comes from the principal alone, and history never
+        enters a prompt that carries sources. A caller who may read nothing gets no rewrite:
         its search finds nothing, so no LLM call is made on its behalf.
         """
         cfg = self.conversation
@@ -167,10 +168,18 @@ class RagPipeline:
         return citations
 
     async def answer(
-        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
+        self,
+        question: str,
+        principal: Principal,
+        top_k: int,
+        request_id: str,
+        *,
+        search_for: str | None = None,
+        trace: Trace | None = None,
     ) -> Answer:
+        """``search_for``: the text retrieval uses (``standalone``'s rewrite); the prompt asks ``question``."""
         trace = trace if trace is not None else Trace()
-        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        hits = self.relevant(await self.search(search_for or question, principal, top_k, trace=trace))
         trace.hits = hits
         if not hits:
             trace.refused = True
@@ -196,10 +205,17 @@ class RagPipeline:
         )
 
     async def answer_stream(
-        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
+        self,
+        question: str,
+        principal: Principal,
+        top_k: int,
+        request_id: str,
+        *,
+        search_for: str | None = None,
+        trace: Trace | None = None,
     ) -> AsyncIterator[StreamEvent]:
         trace = trace if trace is not None else Trace()
-        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        hits = self.relevant(await self.search(search_for or question, principal, top_k, trace=trace))
         trace.hits = hits
         if not hits:
             trace.refused = True

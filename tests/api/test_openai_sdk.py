@@ -233,7 +233,8 @@ def test_a_follow_up_is_answered_in_context(client: openai.OpenAI, replies: Repl
     assert cited[0] == "vpn"
     condense, answer = replies.calls
     assert condense[0]["content"] == CONDENSE_SYSTEM and "install the VPN client" in condense[-1]["content"]
-    assert REWRITE in answer[-1]["content"] and "and on which floor?" not in answer[-1]["content"]
+    # The rewrite only searched: the answer prompt asks the caller's own last question.
+    assert REWRITE not in answer[-1]["content"] and "Question: and on which floor?\n" in answer[-1]["content"]
 
 
 def test_a_failure_after_the_stream_started_raises_the_sdks_api_error(

@@ -141,11 +141,11 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
     trace = ctx.use_trace()
     slot = call.llm_slot()
     slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
-    question = await c.pipeline.standalone(question, history, principal, trace=trace)
+    search = await c.pipeline.standalone(question, history, principal, trace=trace)
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
         async with slot:
-            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         content = answer.answer + sources_footer(answer.citations)
         completion = ChatCompletion(
@@ -160,7 +160,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
             request_id=ctx.request_id,
         )
         return completion
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     usage = body.stream_options is not None and body.stream_options.include_usage

@@ -37,13 +37,13 @@ async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     trace = ctx.use_trace()
     slot = call.llm_slot()
     slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
-    question = await c.pipeline.standalone(question, history, principal, trace=trace)
+    search = await c.pipeline.standalone(question, history, principal, trace=trace)
     if not body.stream:
         async with slot:
-            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         return answer
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     body_stream = _stream_body(head, events, ctx, slot)
