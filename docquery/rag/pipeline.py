@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt, TokenMeter
 from docquery.core.ports import Embedder, Generator, SearchMode, VectorIndex
+from docquery.rag.citations import citations_for
 from docquery.rag.conversation import (
     ConversationConfig,
     Turn,
@@ -22,7 +23,7 @@ from docquery.rag.conversation import (
     extractive_query,
     rewritten_or_original,
 )
-from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, cites_a_source, drop_invented_citations
+from docquery.rag.prompting import REFUSAL, build_prompt, cites_a_source, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer
 from docquery.rag.sanitize_stream import StreamSanitizer
 
@@ -157,10 +158,11 @@ class RagPipeline:
         self._generator = generator
         self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
 
-    def citations(self, hits: list[Hit]) -> list[Citation]:
-        """Citations for ``hits``; every string from the index is made safe (it came from a document)."""
+    def citations(self, hits: list[Hit], question: str = "") -> list[Citation]:
+        """Citations for ``hits``, each snippet chosen for ``question``; every string from the index is
+        made safe (it came from a document)."""
         label = self.sanitizer.label
-        citations = citations_for(hits, clean=label)
+        citations = citations_for(hits, clean=label, question=question)
         for c in citations:  # built just above and not shared: finished in place, not copied
             c.doc_id = label(c.doc_id)
             c.source = label(c.source)
@@ -197,7 +199,7 @@ class RagPipeline:
         return Answer(
             answer=text,
             mode=self.generator.mode,
-            citations=self.citations(hits),
+            citations=self.citations(hits, question),
             model=self.generator.model,
             request_id=request_id,
             finish_reason=finish,
@@ -227,7 +229,7 @@ class RagPipeline:
                 {"request_id": request_id, "mode": refusal.mode, "model": refusal.model, "finish_reason": "stop"},
             )
             return
-        citations = self.citations(hits)
+        citations = self.citations(hits, question)
         yield StreamEvent("citations", {"citations": [c.model_dump() for c in citations]})
         stream = StreamSanitizer(self.sanitizer)
         cites = _CitationFilter(len(hits))

@@ -68,7 +68,7 @@ _BACKTICKS = re.compile(r"`+")
 _DOMAIN_DOT = re.compile(r"(?<![^\w-])\.(?=[^\W\d_])")
 CODE_INDENT = "    "
 # A Python prompt opening a line (after a list marker, if any): the parser reads it as three quotes.
-_PROMPT = re.compile(r"[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?>>>(?=[ \t]|$)")
+_PROMPT = re.compile(r"^[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?>>>(?=[ \t]|$)", re.M)
 # An invisible paragraph at the left margin: it ends any list or quote before a code block, in every renderer.
 BREAK = "\u200b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -148,7 +148,12 @@ def inert(text: str) -> bool:
     if "[" in text:
         text = _INERT_CITE.sub("", text)
     # lower() never breaks a "www." run, it can only add one (conservative).
-    return _TRIGGERS.search(text) is None and "www." not in text.lower()
+    # A ">>>" prompt opening a line is inert too, but goes through the parser to come out as code.
+    return (
+        _TRIGGERS.search(text) is None
+        and "www." not in text.lower()
+        and (">>>" not in text or not _PROMPT.search(text))
+    )
 
 
 def _single_spaced(text: str) -> bool:

@@ -51,3 +51,22 @@ def test_the_review_example_decodes_once() -> None:
     # The review saw "&lt;string>" in an answer: decoded once it is "<string>", never "&lt;" and never "&amp;lt;".
     assert _plain_text("Use a &lt;string> here") == "Use a <string> here"
     assert _plain_text(Sanitizer().label("Use a &lt;string> here")) == "Use a <string> here"
+
+
+CODE_ANSWERS = [
+    'Run it [S1]:\n\n```pycon\n>>> subprocess.run(["ls"], capture_output=True)\n\n>>> x[0]\n```',
+    '- step one [S1]\n\n  ```\n  cfg["a"] = [1, 2]\n  print(cfg)\n  ```',
+    ">>> import os\n>>> os.listdir('.')",
+]
+
+
+@pytest.mark.parametrize("answer", CODE_ANSWERS)
+def test_code_in_an_answer_reads_on_the_terminal_line_by_line(answer: str) -> None:
+    """`docquery ask` prints the sanitised answer as markdown: code keeps its lines, prompts and brackets."""
+    out = io.StringIO()
+    Console(file=out, width=200, force_terminal=False).print(Markdown(Sanitizer()(answer), hyperlinks=False))
+    shown = [line.strip() for line in out.getvalue().split("\n")]
+    for line in answer.split("\n"):
+        code = line.strip()
+        if code.startswith((">>>", "cfg", "print")):
+            assert code in shown, (code, out.getvalue())

@@ -79,4 +79,4 @@ async def search(body: SearchRequest, call: QueryCall) -> SearchResponse:
     hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
-    return SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id)
+    return SearchResponse(citations=c.pipeline.citations(hits, text), request_id=ctx.request_id)
