@@ -114,7 +114,8 @@ def test_a_completion_has_content_citations_finish_reason_and_usage(client: open
     content = choice.message.content
     assert content is not None
     assert content.startswith("You get 25 days of paid leave [S1].")
-    assert content.endswith("\n\nSources:\n[S1] vac (vac.md)\n[S2] vpn (vpn.md)")
+    # The footer is markdown: file names a linkify renderer would link carry an escaped dot.
+    assert content.endswith("\n\nSources:\n[S1] vac (vac\\.md)\n[S2] vpn (vpn\\.md)")
     extra = completion.model_extra or {}
     assert [(c["id"], c["doc_id"]) for c in extra["citations"]] == [("S1", "vac"), ("S2", "vpn")]
     assert extra["mode"] == "generative"

@@ -62,16 +62,19 @@ def renderings(markdown: str) -> dict[str, str]:
     return {name: render(markdown) for name, render in RENDERERS.items()}
 
 
-def violations(markdown: str, allowed_hosts: tuple[str, ...] = ()) -> list[str]:
+def violations(markdown: str, allowed_hosts: tuple[str, ...] = (), *, linkify: bool = True) -> list[str]:
+    """``linkify=False`` for plain-text fields (titles, sources): they are not markdown, so they keep
+    domain-shaped names as written, which only a linkify renderer would link."""
     # Most stream splits give the same output: each distinct one is rendered once.
-    return list(_violations(markdown, allowed_hosts))
+    return list(_violations(markdown, allowed_hosts, linkify))
 
 
 @functools.lru_cache(maxsize=16384)
-def _violations(markdown: str, allowed_hosts: tuple[str, ...]) -> tuple[str, ...]:
+def _violations(markdown: str, allowed_hosts: tuple[str, ...], linkify: bool) -> tuple[str, ...]:
     found: list[str] = []
-    for name, html in renderings(markdown).items():
-        found += html_violations(name, html, allowed_hosts)
+    for name, render in RENDERERS.items():
+        if linkify or name != "markdown-it+linkify":
+            found += html_violations(name, render(markdown), allowed_hosts)
     return tuple(found)
 
 
