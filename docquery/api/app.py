@@ -95,8 +95,15 @@ def create_app(
 
     # The schema (and the page over it) is for development and fuzzing; prod does not advertise it.
     openapi_url = None if settings.is_prod else "/openapi.json"
+    # No trailing-slash redirects: Starlette builds their Location from the request's Host header.
     app = FastAPI(
-        title="DocQuery", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi_url
+        title="DocQuery",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=openapi_url,
+        redirect_slashes=False,
     )
     audit = AuditLog()
     app.state.settings = settings

@@ -13,13 +13,17 @@ from pydantic import BaseModel, Field
 
 from docquery.core.domain import Citation, FinishReason
 
+# Counts past a 32-bit signed integer are not real (an upstream reported 10**40): they are clamped,
+# so clients that read usage into an int32 still can.
+MAX_TOKENS = 2**31 - 1
+
 
 class Usage(BaseModel):
     """Tokens of the language-model calls behind one answer (the follow-up rewrite included)."""
 
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    total_tokens: int = Field(ge=0)
+    prompt_tokens: int = Field(ge=0, le=MAX_TOKENS)
+    completion_tokens: int = Field(ge=0, le=MAX_TOKENS)
+    total_tokens: int = Field(ge=0, le=MAX_TOKENS)
 
 
 class AssistantMessage(BaseModel):

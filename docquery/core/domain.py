@@ -149,9 +149,11 @@ class Citation(BaseModel):
         "Citations): higher is better, comparable only between citations of the same answer"
     )
     snippet: str = Field(
-        description="The opening of the passage, an exact substring of the stored chunk that starts at "
-        "char_start and ends at a word boundary; snippet_truncated says whether the passage goes on"
+        description="The passage's most relevant sentence or sentences: the passage's text from snippet_start "
+        "to snippet_end, less control and bidi characters; snippet_truncated says whether the passage has more"
     )
+    snippet_start: int = Field(default=0, description="Where the snippet starts in the passage (code points)")
+    snippet_end: int = Field(default=0, description="Where the snippet ends (exclusive) in the passage (code points)")
     page: str | None = Field(default=None, description="Page, or heading path, of the passage")
     section: int | None = Field(default=None, description="Number of the document section holding the passage")
     char_start: int | None = Field(default=None, description="Character offset of the passage in its section")

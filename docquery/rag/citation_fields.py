@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from docquery.core.domain import Citation
-from docquery.rag.sanitize import LABEL_CHARS, Sanitizer
+from docquery.rag.sanitize import LABEL_CHARS, Sanitizer, unlink_domains
 
 # Line breaks and control characters (a terminal obeys them) become spaces.
 _FLATTEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -27,8 +27,9 @@ def plain_field(text: str) -> str:
 
 
 def markdown_field(text: str, sanitizer: Sanitizer) -> str:
-    """A plain field put into Markdown: escaped there, so it renders as the text it is."""
-    return sanitizer.label(plain_field(text))
+    """A plain field put into Markdown: escaped there, so it renders as the text it is, and no linkify
+    renderer makes a link of it (``vac.md`` is a domain)."""
+    return unlink_domains(sanitizer.label(plain_field(text)))
 
 
 def sources_markdown(citations: Sequence[Citation], sanitizer: Sanitizer) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from docquery.core.domain import AclFilter, Answer, Citation, FinishReason, Hit, Principal, Prompt, TokenMeter
 from docquery.core.ports import Embedder, Generator, SearchMode, VectorIndex
 from docquery.rag.citation_fields import plain_field
+from docquery.rag.citations import citations_for
 from docquery.rag.conversation import (
     ConversationConfig,
     Turn,
@@ -23,7 +24,7 @@ from docquery.rag.conversation import (
     extractive_query,
     rewritten_or_original,
 )
-from docquery.rag.prompting import REFUSAL, build_prompt, citations_for, cites_a_source, drop_invented_citations
+from docquery.rag.prompting import REFUSAL, build_prompt, cites_a_source, drop_invented_citations
 from docquery.rag.sanitize import Sanitizer
 from docquery.rag.sanitize_stream import StreamSanitizer
 
@@ -104,10 +105,11 @@ class RagPipeline:
     async def standalone(
         self, question: str, history: list[Turn], principal: Principal, *, trace: Trace | None = None
     ) -> str:
-        """The question to search and answer, given earlier turns (docquery.rag.conversation).
+        """The text to search for, given earlier turns (docquery.rag.conversation).
 
-        Only the question changes: the ACL still comes from the principal alone, and history
-        never enters a prompt that carries sources. A caller who may read nothing gets no rewrite:
+        It is for retrieval only (``answer(..., search_for=...)``): the answer prompt gets the
+        caller's own question. The ACL still comes from the principal alone, and history never
+        enters a prompt that carries sources. A caller who may read nothing gets no rewrite:
         its search finds nothing, so no LLM call is made on its behalf.
         """
         cfg = self.conversation
@@ -157,11 +159,12 @@ class RagPipeline:
         self._generator = generator
         self._reports_finish = generator if isinstance(generator, ReportsFinish) else None
 
-    def citations(self, hits: list[Hit]) -> list[Citation]:
-        """Citations for ``hits``; every string from the index came from a document: the snippet is made
-        safe Markdown, title, source and page plain text (``citation_fields``)."""
+    def citations(self, hits: list[Hit], question: str = "") -> list[Citation]:
+        """Citations for ``hits``, each snippet chosen for ``question``; every string from the index came
+        from a document: the snippet is a quotable run the sanitiser leaves alone, title, source and page
+        plain text (``citation_fields``)."""
         label = self.sanitizer.label
-        citations = citations_for(hits, clean=label)
+        citations = citations_for(hits, clean=label, question=question)
         for c in citations:  # built just above and not shared: finished in place, not copied
             c.doc_id = label(c.doc_id)
             c.title = plain_field(c.title)
@@ -170,10 +173,18 @@ class RagPipeline:
         return citations
 
     async def answer(
-        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
+        self,
+        question: str,
+        principal: Principal,
+        top_k: int,
+        request_id: str,
+        *,
+        search_for: str | None = None,
+        trace: Trace | None = None,
     ) -> Answer:
+        """``search_for``: the text retrieval uses (``standalone``'s rewrite); the prompt asks ``question``."""
         trace = trace if trace is not None else Trace()
-        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        hits = self.relevant(await self.search(search_for or question, principal, top_k, trace=trace))
         trace.hits = hits
         if not hits:
             trace.refused = True
@@ -191,7 +202,7 @@ class RagPipeline:
         return Answer(
             answer=text,
             mode=self.generator.mode,
-            citations=self.citations(hits),
+            citations=self.citations(hits, question),
             model=self.generator.model,
             request_id=request_id,
             finish_reason=finish,
@@ -199,10 +210,17 @@ class RagPipeline:
         )
 
     async def answer_stream(
-        self, question: str, principal: Principal, top_k: int, request_id: str, *, trace: Trace | None = None
+        self,
+        question: str,
+        principal: Principal,
+        top_k: int,
+        request_id: str,
+        *,
+        search_for: str | None = None,
+        trace: Trace | None = None,
     ) -> AsyncIterator[StreamEvent]:
         trace = trace if trace is not None else Trace()
-        hits = self.relevant(await self.search(question, principal, top_k, trace=trace))
+        hits = self.relevant(await self.search(search_for or question, principal, top_k, trace=trace))
         trace.hits = hits
         if not hits:
             trace.refused = True
@@ -214,7 +232,7 @@ class RagPipeline:
                 {"request_id": request_id, "mode": refusal.mode, "model": refusal.model, "finish_reason": "stop"},
             )
             return
-        citations = self.citations(hits)
+        citations = self.citations(hits, question)
         yield StreamEvent("citations", {"citations": [c.model_dump() for c in citations]})
         stream = StreamSanitizer(self.sanitizer)
         cites = _CitationFilter(len(hits))

@@ -63,17 +63,23 @@ _ESCAPE = re.compile(r"(?P<cite>!?\[S[0-9]{1,4}\])|(?P<char>[\[\]<`])|\\(?=[!-/:
 # no "(", "[" or ":" can follow and make it a link or a definition.
 _CITE_FOLLOW = frozenset(" \t\n.,;")
 _BACKTICKS = re.compile(r"`+")
-_FENCE_INFO = re.compile(r"[A-Za-z0-9_+.-]{1,32}")
+# A dot before a letter, after a label character or at the start (a piece may start there): the shape of
+# "host.tld" that linkify-it links.
+_DOMAIN_DOT = re.compile(r"(?<![^\w-])\.(?=[^\W\d_])")
+CODE_INDENT = "    "
+# A Python prompt opening a line (after a list marker, if any): the parser reads it as three quotes.
+_PROMPT = re.compile(r"^[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?>>>(?=[ \t]|$)", re.M)
+# An invisible paragraph at the left margin: it ends any list or quote before a code block, in every renderer.
+BREAK = "\u200b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-# Control characters an answer never needs (all C0 and C1 but tab and line feed): a terminal obeys them
+# Characters an answer never needs (all C0 and C1 controls but tab and line feed): a terminal obeys them
 # (`docquery ask` prints answers there; an escape sequence recolours or retitles it, a carriage return
 # overwrites what the line said), so they are removed before anything else.
-_ANSWER_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
+# Bidi embeddings, overrides and isolates go too: they make a terminal or a page show text in an order
+# other than the one it has (a link or a command that reads as something else).
+_ANSWER_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+")
 # Marks a piece that starts mid-line, so the parser does not read block syntax there (see render).
 _MIDLINE = "\u2063"
-# The output's last line is a closing fence (after container markers): text, escaped, has no run of
-# three backticks, and a code span has its content between its two runs.
-_CLOSING_FENCE_LAST = re.compile(r"(?:\A|\n)[^\n`]*`{3,}\Z")
 
 
 class Sanitizer:
@@ -99,17 +105,22 @@ class Sanitizer:
         flat = text if text.isprintable() and _single_spaced(text) else " ".join(_CONTROL.sub(" ", text).split())
         if len(flat) > LABEL_CHARS:
             flat = flat[: LABEL_CHARS - 1] + "…"
-        return self.render(flat)
+        return self.render(flat, domains=False)
 
-    def render(self, text: str, *, at_line_start: bool = True) -> str:
-        """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent."""
+    def render(self, text: str, *, at_line_start: bool = True, domains: bool = True) -> str:
+        """Sanitise ``text``; ``at_line_start=False`` when it continues a line already sent.
+
+        ``domains``: also keep bare domains (``evil.example/x``, ``//evil.example``) from being linked
+        by a linkify renderer, by escaping their dot (``evil\\.example``) and the second slash. Labels
+        (plain-text fields) skip it: an escaped dot there would reach JSON clients as a backslash.
+        """
         if _ANSWER_CONTROLS.search(text) is not None:
             text = _ANSWER_CONTROLS.sub("", text)
         if inert(text):
-            return text
-        return self.render_parsed(text, at_line_start=at_line_start)
+            return unlink_domains(text) if domains else text
+        return self.render_parsed(text, at_line_start=at_line_start, domains=domains)
 
-    def render_parsed(self, text: str, *, at_line_start: bool = True) -> str:
+    def render_parsed(self, text: str, *, at_line_start: bool = True, domains: bool = True) -> str:
         """``render`` without the ``inert`` shortcut: always through the parser."""
         core = text.strip()
         lead = text[: len(text) - len(text.lstrip())]
@@ -119,18 +130,15 @@ class Sanitizer:
         # After a newline in the leading whitespace the core does start a line.
         midline = not at_line_start and "\n" not in lead
         source = _MIDLINE + core if midline else core
-        out = _Renderer(self.allow).blocks(SyntaxTreeNode(self._md.parse(source)).children, "\n\n")
+        out = _Renderer(self.allow, domains=domains, source=source).blocks(
+            SyntaxTreeNode(self._md.parse(source)).children, "\n\n"
+        )
         if midline:
             out = out.replace(_MIDLINE, "", 1)
         else:
-            # The core was parsed from the start of a line, so it goes out there: the indentation in
-            # front of it would make its first block (a fence) an indented code block, and the fence's
-            # raw content would render as markdown.
+            # The core was parsed from the start of a line, so it goes out there: indentation in front
+            # of its first block would change what that block is.
             lead = lead[: lead.rfind("\n") + 1]
-        if _CLOSING_FENCE_LAST.search(out) and "\n" not in trail:
-            # A closing fence ends its line: text sent after it on the same line would leave the
-            # client's fence open, and a later fence's raw content would render as markdown.
-            out += "\n"
         return lead + out + trail
 
 
@@ -140,7 +148,12 @@ def inert(text: str) -> bool:
     if "[" in text:
         text = _INERT_CITE.sub("", text)
     # lower() never breaks a "www." run, it can only add one (conservative).
-    return _TRIGGERS.search(text) is None and "www." not in text.lower()
+    # A ">>>" prompt opening a line is inert too, but goes through the parser to come out as code.
+    return (
+        _TRIGGERS.search(text) is None
+        and "www." not in text.lower()
+        and (">>>" not in text or not _PROMPT.search(text))
+    )
 
 
 def _single_spaced(text: str) -> bool:
@@ -157,13 +170,28 @@ def _backslashes_before(s: str, i: int) -> int:
 class _Renderer:
     """Writes a markdown-it syntax tree back out as inert markdown."""
 
-    def __init__(self, allow: HostAllowlist) -> None:
+    def __init__(self, allow: HostAllowlist, *, domains: bool, source: str) -> None:
         self.allow = allow
+        self.lines = source.split("\n")
+        self.plain = unlink_domains if domains else _same
 
     # -- blocks ------------------------------------------------------------------------------
-    def blocks(self, nodes: list[SyntaxTreeNode], sep: str) -> str:
-        parts = [self.block(n) for n in nodes]
-        return sep.join(p for p in parts if p)
+    def blocks(self, nodes: list[SyntaxTreeNode], sep: str, *, item: bool = False) -> str:
+        out = ""
+        before = "item" if item else ""
+        for node in nodes:
+            part = self.block(node)
+            if not part:
+                continue
+            code = part.startswith(CODE_INDENT)  # a code block, or a prompt session written as one
+            if code and before in _OPENS_CODE_CONTEXT:
+                # Indented lines after a list or quote, or first in an item, would be that item's text
+                # (rendered as markdown) in some renderer: a paragraph at the margin comes first.
+                part = BREAK + "\n\n" + part
+            # An indented code block cannot interrupt a paragraph: a blank line always comes before one.
+            out += ("\n\n" if code or before == "code" else sep) + part if out else part
+            before = "code" if code else node.type
+        return out
 
     def block(self, node: SyntaxTreeNode) -> str:
         render = _BLOCKS.get(node.type)
@@ -178,11 +206,28 @@ class _Renderer:
         return "#" * level + " " + self.paragraph(node)
 
     def blockquote(self, node: SyntaxTreeNode) -> str:
+        session = self.prompt_session(node)
+        if session is not None:
+            return session
         inner = self.blocks(node.children, "\n\n")
         return "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
 
+    def prompt_session(self, node: SyntaxTreeNode) -> str | None:
+        """An interactive session (``>>> x``) that the parser read as nested quotes, as code."""
+        if node.map is None:
+            return None
+        first, end = node.map
+        m = _PROMPT.match(self.lines[first]) if first < len(self.lines) else None
+        if m is None:
+            return None
+        col = m.end() - 3
+        body = [self.lines[first][col:]]
+        for line in self.lines[first + 1 : end]:
+            body.append(line[col:] if not line[:col].strip() else line.lstrip())
+        return code_block("\n".join(body))
+
     def code(self, node: SyntaxTreeNode) -> str:
-        return _fence(node.content, node.info if node.type == "fence" else "")
+        return code_block(node.content)
 
     def html_block(self, node: SyntaxTreeNode) -> str:
         # Raw HTML is never passed on; a block of it is shown as text.
@@ -193,14 +238,17 @@ class _Renderer:
         tight = all(c.hidden for item in node.children for c in item.children if c.type == "paragraph")
         sep = "\n" if tight else "\n\n"
         number = int(str(node.attrs.get("start", 1))) if node.type == "ordered_list" else 0
+        has_code = any(n.type in _CODE or n.type == "blockquote" for n in node.walk())
         items = []
         for item in node.children:
             marker = f"{number}{node.markup or '.'}" if node.type == "ordered_list" else (node.markup or "-")
             number += 1
-            inner = self.blocks(item.children, sep)
-            pad = " " * (len(marker) + 1)
+            inner = self.blocks(item.children, sep, item=True)
+            # Python-Markdown and markdown2 read an item's content at four columns, so a code block
+            # in an item is indented from there: in every renderer it is then code, not a paragraph.
+            pad = " " * (max(len(marker) + 1, 4) if has_code else len(marker) + 1)
             lines = inner.split("\n")
-            head = f"{marker} {lines[0]}" if lines[0] else marker
+            head = f"{marker.ljust(len(pad) - 1)} {lines[0]}" if lines[0] else marker
             items.append("\n".join([head, *((pad + line) if line else "" for line in lines[1:])]))
         return sep.join(items)
 
@@ -252,7 +300,9 @@ class _Renderer:
         out: list[str] = []
         last = 0
         for m in _BARE.finditer(content):
-            out.append(_escape(content[last : m.start()], end_ok=False, tail=content[m.start() : m.start() + 1]))
+            out.append(
+                self.plain(_escape(content[last : m.start()], end_ok=False, tail=content[m.start() : m.start() + 1]))
+            )
             last = m.end()
             found = m.group(0)
             if m.group("mail") is not None:
@@ -263,7 +313,7 @@ class _Renderer:
                 out.append(_escape(found, end_ok=end_ok and m.end() == len(content), tail=""))
             else:
                 out.append(LINK_REMOVED)
-        out.append(_escape(content[last:], end_ok=end_ok, tail=""))
+        out.append(self.plain(_escape(content[last:], end_ok=end_ok, tail="")))
         return "".join(out)
 
 
@@ -282,7 +332,22 @@ _BLOCKS: dict[str, Callable[[_Renderer, SyntaxTreeNode], str]] = {
     "html_block": _Renderer.html_block,
     "hr": _hr,
 }
+_CODE = frozenset({"fence", "code_block"})
+_OPENS_CODE_CONTEXT = frozenset({"item", "bullet_list", "ordered_list", "blockquote"})
 _FIXED_INLINE = {"softbreak": "\n", "hardbreak": "\\\n", "image": IMAGE_REMOVED}
+
+
+def unlink_domains(text: str) -> str:
+    """``text`` with what a linkify renderer reads as a bare domain made inert, still readable:
+    the dot before a top-level-domain-like label is escaped (``file\\.py``), and so is the second
+    slash of ``//`` (a scheme-relative URL)."""
+    if "." not in text and "//" not in text:
+        return text
+    return _DOMAIN_DOT.sub(r"\\.", text).replace("//", "/\\/")
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _escape(text: str, *, end_ok: bool, tail: str) -> str:
@@ -314,10 +379,13 @@ def _code_span(content: str) -> str:
     return f"{fence}{pad}{content}{pad}{fence}"
 
 
-def _fence(content: str, info: str) -> str:
-    # The fence is longer than any backtick run inside, so the content cannot close it early.
-    longest = max((len(r) for r in _BACKTICKS.findall(content)), default=0)
-    fence = "`" * max(3, longest + 1)
-    lang = _FENCE_INFO.match(info.strip())
-    body = content if content.endswith("\n") or not content else content + "\n"
-    return f"{fence}{lang.group(0) if lang else ''}\n{body}{fence}"
+def code_block(content: str) -> str:
+    """``content`` as an indented code block: the one code form every common renderer keeps
+    literal (Python-Markdown and markdown2 know no fences by default, and read a fence's lines as
+    markdown and raw HTML). Blank lines at either end are dropped; blank lines inside stay blank."""
+    lines = [line if line.strip() else "" for line in content.split("\n")]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(CODE_INDENT + line if line else "" for line in lines)

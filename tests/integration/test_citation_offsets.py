@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 
 from docquery.core.domain import AclFilter
-from docquery.rag.prompting import citations_for
+from docquery.rag.citations import citations_for
 from docquery.rag.sanitize import Sanitizer
 from ingest.model import EXTRA_PIPELINE
 from ingest.prepare.loaders import Limits, load
@@ -47,7 +47,7 @@ def test_every_stored_chunk_points_at_its_text_and_citations_quote_it(ingest_env
             hit.chunk.char_start,
             hit.chunk.char_end,
         )
-        assert hit.chunk.text.startswith(cite.snippet)
+        assert hit.chunk.text[cite.snippet_start : cite.snippet_end] == cite.snippet
         assert cite.snippet_truncated == (cite.snippet != hit.chunk.text)
         assert "…" not in cite.snippet
 

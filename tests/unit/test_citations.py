@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Literal
 
 import pytest
@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from docquery.core.domain import AclFilter, Chunk, Hit, Principal, Prompt
 from docquery.core.ports import SearchMode
 from docquery.generators.extractive import ExtractiveGenerator
+from docquery.rag.citations import MIN_SNIPPET, SNIPPET_CHARS, citations_for, snippet_span
+from docquery.rag.passages import terms
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
-from docquery.rag.prompting import SNIPPET_CHARS, citations_for, exact_snippet
 from docquery.rag.sanitize import Sanitizer
 from tests.support.fakes import HashEmbedder
 from tests.support.markdown_oracle import violations
@@ -28,35 +29,73 @@ _PIECES = st.sampled_from(
 )  # fmt: skip
 
 
+def exact_snippet(text: str, clean: Callable[[str], str], question: str = "") -> str:
+    start, end = snippet_span(text, terms(question), clean)
+    return text[start:end]
+
+
 def test_a_passage_with_line_breaks_is_quoted_past_them() -> None:
-    text = "Travel and Expense Policy\n\nSubmit every expense report within 30 days of the trip. " * 3
-    snippet = exact_snippet(text.strip(), CLEAN.label)
-    assert len(snippet) > 200 and text.startswith(snippet) and "\n\n" in snippet
+    text = "Travel and Expense Policy\n\nSubmit every expense report within\n30 days of the trip. " * 3
+    snippet = exact_snippet(text.strip(), CLEAN.label, "when is the expense report due")
+    assert snippet == "Submit every expense report within\n30 days of the trip."
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     text=st.lists(_PIECES, min_size=1, max_size=120).map("".join).map(str.strip).filter(bool),
     one_line=st.booleans(),
+    question=st.sampled_from(["", "longerword", "word unicode", "evil"]),
 )
-def test_snippets_are_exact_safe_openings_cut_at_word_boundaries(text: str, one_line: bool) -> None:
+def test_snippets_are_exact_safe_runs_cut_at_word_boundaries(text: str, one_line: bool, question: str) -> None:
     clean = CLEAN.label if one_line else CLEAN  # the pipeline's, and the answers' sanitiser
-    snippet = exact_snippet(text, clean)
-    assert text.startswith(snippet)  # an exact substring: the passage's opening
+    start, end = snippet_span(text, terms(question), clean)
+    snippet = text[start:end]
+    assert 0 <= start <= end <= len(text)
     assert len(snippet) <= SNIPPET_CHARS
     assert clean(snippet).split() == snippet.split()  # nothing the sanitiser would rewrite but whitespace
-    assert not violations(snippet)  # and, rendered with its line breaks, inert in CommonMark and GFM
-    if snippet and snippet != text:
-        # Cut at a word boundary (unless the first word alone is longer than the snippet).
-        assert text[len(snippet)].isspace() or (
-            len(snippet) == SNIPPET_CHARS and not any(ch.isspace() for ch in snippet)
-        )
+    assert not violations(snippet)  # and, rendered with its line breaks, inert in every renderer
+    if snippet:
+        # Starts and ends at word boundaries (a word longer than the snippet is cut).
+        assert start == 0 or text[start - 1].isspace() or text[start - 1] in ".!?"
+        assert end == len(text) or text[end].isspace() or len(snippet) == SNIPPET_CHARS
+        assert snippet.strip() not in (">>>", "...", "#")
+
+
+_SENTENCES = st.lists(
+    st.sampled_from(
+        ["The backup runs nightly.", "Restores take one hour.", ">>>", "Use a list:", "See below.", "x = [1]."]
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sentences=_SENTENCES, heading=st.sampled_from(["", "# Backups\n\n", "Backup and restore\n"]))
+def test_a_snippet_is_the_most_relevant_sentence_never_a_prompt_or_a_heading(
+    sentences: list[str], heading: str
+) -> None:
+    text = heading + " ".join(sentences)
+    start, end = snippet_span(text, terms("how long do restores take"), CLEAN.label)
+    snippet = text[start:end]
+    assert snippet.strip() != ">>>" and not snippet.startswith(("#", "Backup and restore"))
+    if "Restores take one hour." in sentences:
+        assert "Restores take one hour." in snippet
+    if snippet and len(snippet) < MIN_SNIPPET:
+        # Shorter only where its neighbours are not quotable (a prompt, a heading, markup) or absent.
+        before, after = text[:start].split(), text[end:].split()
+        assert (not before or before[-1] in (">>>", "list:", "[1].")) or (not after or after[0] in (">>>", "x", "Use"))
 
 
 def test_a_plain_long_passage_is_quoted_up_to_the_last_whole_word() -> None:
-    text = "The quick brown fox jumps over the lazy dog. " * 20
+    text = "The quick brown fox jumps over the lazy dog and keeps running far away. " * 20
     snippet = exact_snippet(text.strip(), CLEAN)
-    assert len(snippet) > SNIPPET_CHARS - 12 and text.startswith(snippet) and text[len(snippet)] == " "
+    assert snippet == "The quick brown fox jumps over the lazy dog and keeps running far away."
+
+
+def test_an_opening_prompt_is_never_the_snippet() -> None:
+    text = ">>>\n\nsubprocess.run() runs a command and waits for it to complete, then returns its result."
+    assert exact_snippet(text, CLEAN.label, "run a command").startswith("subprocess.run() runs a command")
 
 
 def _hit(i: int, text: str) -> Hit:
@@ -73,7 +112,8 @@ def test_citations_carry_section_offsets_and_truncation() -> None:
     short, long_ = citations_for(hits, clean=CLEAN)
     assert (short.section, short.char_start, short.char_end, short.snippet_truncated) == (2, 10, 24, False)
     assert short.snippet == "Short passage."
-    assert long_.snippet_truncated and hits[1].chunk.text.startswith(long_.snippet)
+    assert long_.snippet_truncated and long_.snippet in hits[1].chunk.text
+    assert hits[1].chunk.text[long_.snippet_start : long_.snippet_end] == long_.snippet
 
 
 class _Index:

@@ -37,3 +37,22 @@ def test_an_answer_renders_on_the_terminal_as_the_document_wrote_it(text: str) -
     out = io.StringIO()
     Console(file=out, width=200, force_terminal=False).print(Markdown(answer, hyperlinks=False))
     assert out.getvalue().strip() == text
+
+
+CODE_ANSWERS = [
+    'Run it [S1]:\n\n```pycon\n>>> subprocess.run(["ls"], capture_output=True)\n\n>>> x[0]\n```',
+    '- step one [S1]\n\n  ```\n  cfg["a"] = [1, 2]\n  print(cfg)\n  ```',
+    ">>> import os\n>>> os.listdir('.')",
+]
+
+
+@pytest.mark.parametrize("answer", CODE_ANSWERS)
+def test_code_in_an_answer_reads_on_the_terminal_line_by_line(answer: str) -> None:
+    """`docquery ask` prints the sanitised answer as markdown: code keeps its lines, prompts and brackets."""
+    out = io.StringIO()
+    Console(file=out, width=200, force_terminal=False).print(Markdown(Sanitizer()(answer), hyperlinks=False))
+    shown = [line.strip() for line in out.getvalue().split("\n")]
+    for line in answer.split("\n"):
+        code = line.strip()
+        if code.startswith((">>>", "cfg", "print")):
+            assert code in shown, (code, out.getvalue())

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
+from fastapi.routing import APIRoute
 
 from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import ApiError, translate
 from docquery.api.limits import check_question, check_top_k
-from docquery.api.openai_schemas import AssistantMessage, ChatCompletion, Choice, Usage
-from docquery.api.schemas import ChatCompletionRequest, ModelCard, ModelList
+from docquery.api.openai_schemas import MAX_TOKENS, AssistantMessage, ChatCompletion, Choice, Usage
+from docquery.api.schemas import ChatCompletionRequest, ChatMessage, ContentPart, ModelCard, ModelList, StreamOptions
 from docquery.api.sse import STREAM_HEADERS, sse_data
 from docquery.core.domain import Citation, FinishReason, TokenMeter
 from docquery.rag.citation_fields import sources_markdown
@@ -38,7 +40,50 @@ from docquery.rag.pipeline import StreamEvent
 from docquery.rag.sanitize import Sanitizer
 
 log = logging.getLogger("docquery.api")
-router = APIRouter(prefix="/v1")
+
+
+class _OpenAIRoute(APIRoute):
+    """Schema validation errors in OpenAI's shape: ``param`` names the field at fault, ``code`` what is wrong.
+
+    The field is named only when it is one of the request's own (a key the client invented is its text,
+    never echoed); ``code`` is pydantic's error kind (``missing``, ``string_type``, ``extra_forbidden``...).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise _invalid(exc) from None
+
+        return route
+
+
+def _invalid(exc: RequestValidationError) -> ApiError:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    kind = str(first.get("type", "invalid"))
+    if kind == "json_invalid":
+        return ApiError(422, "invalid request: the body is not valid JSON", type_="invalid_request_error", code=kind)
+    path = [p for p in first.get("loc", ()) if p != "body"]
+    # The known part of the location: pydantic appends the union member it tried ("str", ...).
+    known = next((path[:n] for n in range(len(path), 0, -1) if _known(path[:n])), [])
+    param = ".".join(str(p) for p in known) if known and isinstance(known[-1], str) else None
+    where = param or ("<unknown field>" if kind == "extra_forbidden" else "body")
+    return ApiError(422, f"invalid request: {where}: {kind}", type_="invalid_request_error", param=param, code=kind)
+
+
+def _known(path: list[Any]) -> bool:
+    """Whether every part of ``path`` is an index or a field name of the request's schema."""
+    return all(isinstance(p, int) or str(p) in _FIELDS for p in path)
+
+
+_FIELDS = frozenset(
+    name for model in (ChatCompletionRequest, ChatMessage, ContentPart, StreamOptions) for name in model.model_fields
+)
+router = APIRouter(prefix="/v1", route_class=_OpenAIRoute)
 
 MODEL_ID = "docquery"
 
@@ -98,11 +143,9 @@ def _check_supported(body: ChatCompletionRequest) -> None:
 
 
 def usage_of(meter: TokenMeter) -> Usage:
-    return Usage(
-        prompt_tokens=meter.prompt_tokens,
-        completion_tokens=meter.completion_tokens,
-        total_tokens=meter.prompt_tokens + meter.completion_tokens,
-    )
+    """The meter's counts, each clamped to ``MAX_TOKENS`` (the upstream's own report is not trusted)."""
+    prompt, completion = min(meter.prompt_tokens, MAX_TOKENS), min(meter.completion_tokens, MAX_TOKENS)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=min(prompt + completion, MAX_TOKENS))
 
 
 def _question(body: ChatCompletionRequest) -> tuple[str, list[Turn]]:
@@ -134,11 +177,11 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
     trace = ctx.use_trace()
     slot = call.llm_slot()
     await slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
-    question = await c.pipeline.standalone(question, history, principal, trace=trace)
+    search = await c.pipeline.standalone(question, history, principal, trace=trace)
     cid, created = f"chatcmpl-{ctx.request_id}", int(time.time())
     if not body.stream:
         async with slot:
-            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         content = answer.answer + sources_markdown(answer.citations, c.pipeline.sanitizer)
         completion = ChatCompletion(
@@ -153,7 +196,7 @@ async def chat_completions(body: ChatCompletionRequest, call: QueryCall) -> Chat
             request_id=ctx.request_id,
         )
         return completion
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     usage = body.stream_options is not None and body.stream_options.include_usage

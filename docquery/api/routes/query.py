@@ -37,13 +37,13 @@ async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     trace = ctx.use_trace()
     slot = call.llm_slot()
     await slot.take()  # before the rewrite: every LLM call of the request counts against the caller's share
-    question = await c.pipeline.standalone(question, history, principal, trace=trace)
+    search = await c.pipeline.standalone(question, history, principal, trace=trace)
     if not body.stream:
         async with slot:
-            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
+            answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
         return answer
-    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
+    events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
     body_stream = _stream_body(head, events, ctx, slot)
@@ -79,4 +79,4 @@ async def search(body: SearchRequest, call: QueryCall) -> SearchResponse:
     hits = c.pipeline.relevant(await c.pipeline.search(text, principal, top_k, trace=trace))
     trace.hits = hits
     ctx.outcome = "found" if hits else "empty"
-    return SearchResponse(citations=c.pipeline.citations(hits), request_id=ctx.request_id)
+    return SearchResponse(citations=c.pipeline.citations(hits, text), request_id=ctx.request_id)
