@@ -116,8 +116,12 @@ def test_readme_commands_work_pasted_in_order(tmp_path: Path) -> None:
         number, _, out = part.partition("\n")
         outputs[commands[int(number)]] = out
     asks = [c for c in commands if "docquery ask" in c]
-    staff, security, nobody = (outputs[c] for c in asks[-3:])
+    staff = next(outputs[c] for c in asks if "--as-groups staff" in c)
+    security = next(outputs[c] for c in asks if "--as-groups security" in c)
+    nobody = next(outputs[c] for c in asks if "--as-groups" not in c and "--api-key-file" not in c)
+    served = next(outputs[c] for c in asks if "--api-key-file" in c)  # through the running serve, the key's groups
     assert "[S1]" in staff and "expense" in staff.lower()
+    assert "[S1]" in served and "expense" in served.lower()
     assert "handbook" not in security.lower() and "No citations." in nobody
     curl = next(outputs[c] for c in commands if "/v1/query" in c)
     assert '"citations":[{' in curl.replace(" ", ""), curl

@@ -107,7 +107,7 @@ def test_422_on_search_and_chat(h: Harness) -> None:
     r = h.client.post("/v1/search", json={"query": CANARY * 200}, headers=AUTH)
     _envelope(r, 422, "invalid_request")
     r = h.client.post("/v1/chat/completions", json={"model": "m", "messages": []}, headers=AUTH)
-    _envelope(r, 422, "invalid_request")
+    _envelope(r, 422, "invalid_request_error")  # a body the facade's schema refuses, in OpenAI's shape
     r = h.client.post(
         "/v1/chat/completions",
         json={"model": "docquery", "messages": [{"role": "system", "content": CANARY}]},
@@ -181,7 +181,8 @@ def test_text_that_is_not_unicode_is_a_422_wherever_it_stands(
     endpoint, body = where
     content = json.dumps(body(before + surrogate + after))
     r = h.client.post(endpoint, content=content, headers={**AUTH, "content-type": "application/json"})
-    _envelope(r, 422, "invalid_request")  # the caller's mistake, not an outage (503 with Retry-After)
+    # The caller's mistake, not an outage (503 with Retry-After); the facade answers in OpenAI's shape.
+    _envelope(r, 422, "invalid_request_error" if endpoint == "/v1/chat/completions" else "invalid_request")
 
 
 @pytest.mark.parametrize(
