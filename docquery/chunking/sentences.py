@@ -174,12 +174,17 @@ class SentenceChunker:
                 last is not None
                 and not (last.tail or unit.head)
                 and unit.start >= last.end
-                and counts.exact(last.start, unit.end) <= self.spec.size
+                # A part's fence lines count too: the last part of a block carries its opening line.
+                and counts.exact(last.start, unit.end) + self._fences(last.head) + self._fences(unit.tail)
+                <= self.spec.size
             ):
                 out[-1] = Piece(last.start, unit.end, last.head, unit.tail)
             else:
                 out.append(unit)
         return out
+
+    def _fences(self, line: str) -> int:
+        return self.tokenizer.count(line) if line else 0
 
     def _prose(self, text: str, start: int, end: int) -> list[Piece]:
         part = text[start:end]

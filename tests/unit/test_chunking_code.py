@@ -41,14 +41,14 @@ def _document(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "\n\n".join(parts), codes
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(doc=_document(), size=st.integers(min_value=48, max_value=200))
 def test_code_blocks_stay_whole_or_split_at_lines_and_fenced_again(doc: tuple[str, list[str]], size: int) -> None:
     text, codes = doc
     spec = ChunkSpec(size, size // 8)
     chunks = SentenceChunker(TOKENIZER, spec).chunk([Section(text)])
     for c in chunks:
-        assert TOKENIZER.count(c.text) <= size + 2  # a re-fenced part's fence lines are counted in its room
+        assert TOKENIZER.count(c.text) <= size  # a re-fenced part's fence lines are counted in its room
         inner = text[c.start : c.end]
         assert c.text.endswith(inner) or c.text.startswith(inner) or inner in c.text  # the slice, maybe fenced
         # Every block in a chunk is closed: the chunk reads as Markdown with its code as code.
@@ -58,9 +58,11 @@ def test_code_blocks_stay_whole_or_split_at_lines_and_fenced_again(doc: tuple[st
         if TOKENIZER.count(fenced(code)) <= size:
             assert any(code in c.text for c in chunks), "a block that fits a chunk is never cut"
         else:
-            # Cut only between lines: every line is whole in some chunk, with the lines around it.
+            # Cut only between lines: every line that fits a chunk with the fences is whole in one.
+            room = size - TOKENIZER.count("```python") - TOKENIZER.count("```")
             for line in lines:
-                assert any(f"\n{line}\n" in c.text for c in chunks)
+                if TOKENIZER.count(line) <= room:
+                    assert any(f"\n{line}\n" in c.text for c in chunks)
 
 
 def text_block_closed(text: str, end: int, fence: str) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ingest.prepare.loaders import Limits, load
+from ingest.report.summary import Report
 
 LIMITS = Limits(max_file_bytes=10_000_000, max_expanded_bytes=1_000_000)
 
@@ -225,3 +226,20 @@ def test_hidden_text_inside_main_content_stays_out(generator: str, hidden: str) 
     text, _, _ = _load(html)
     assert "PAYLOAD" not in text
     assert "The greet function returns" in text
+
+
+def test_a_page_of_very_many_containers_is_read_whole_not_searched() -> None:
+    cells = "".join(f"<div><div><p>Cell number {n} of the grid.</p></div></div>" for n in range(3_000))
+    # Fewer containers and the wrapper would be taken as the main content (the test below the cap).
+    text, _, whole = _load(f"<html><body><p>Site banner text</p><div>{cells}</div></body></html>")
+    assert whole and "Cell number 2999 of the grid." in text and "Site banner text" in text
+    few = "".join(f"<div><p>Cell number {n} of the grid.</p></div>" for n in range(300))
+    text, _, whole = _load(f"<html><body><p>Site banner text</p><div>{few}</div></body></html>")
+    assert not whole and "Site banner text" not in text
+
+
+def test_the_report_counts_pages_read_whole_in_every_form() -> None:
+    report = Report(html_whole_body=3)
+    assert report.as_json()["html_whole_body"] == 3
+    assert ("html_whole_body", 3) in report.counts()
+    assert "html_whole_body=3" in report.plain_lines()[0]

@@ -91,6 +91,8 @@ _TOC_CLASSES = frozenset({"contents", "table-of-contents", "toc-wrapper", "md-na
 _WRAPPER_SHARE = 0.5
 # trafilatura's text is located in the smallest element holding this share of its words.
 _COVER_SHARE = 0.9
+# Past this many candidate elements a page is not searched for the one holding that text.
+_MAX_CONTAINERS = 5_000
 
 
 def candidates(soup: BeautifulSoup) -> list[Tag]:
@@ -119,9 +121,12 @@ def located(html: str, body: Tag) -> Tag | None:
     words = set(_WORD.findall(text or ""))
     if not words:
         return None
+    containers = body.find_all(["div", "section", "article", "main", "td"], limit=_MAX_CONTAINERS + 1)
+    if len(containers) > _MAX_CONTAINERS:
+        return None  # each is measured by its text: quadratic in nested markup, so the page is read whole
     best: Tag | None = None
     best_len = len(body.get_text(" "))
-    for el in body.find_all(["div", "section", "article", "main", "td"]):
+    for el in containers:
         own = el.get_text(" ")
         if len(own) >= best_len:
             continue

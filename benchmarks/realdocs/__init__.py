@@ -1,0 +1,1 @@
+"""The real-documents evaluation: a public HTML manual fetched from Debian, everyday questions, what comes back."""
