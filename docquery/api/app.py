@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from docquery.api import routes
+from docquery.api.answer_html import AnswerHtml
 from docquery.api.audit import AuditLog
 from docquery.api.auth.authenticator import Authenticator
 from docquery.api.docs_page import install_docs_page
@@ -105,6 +106,7 @@ def create_app(
     app.state.limiter = RateLimiter(settings.api.rate_limit_per_minute, settings.api.rate_limit_burst)
     app.state.auth_failures = AuthFailureLimiter(settings.api.auth_failures_per_minute, settings.api.auth_failure_burst)
     app.state.llm_share = LlmShare(settings.llm.max_concurrency, settings.api.llm_share)
+    app.state.answer_html = AnswerHtml(settings.api.link_allowlist)
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from docquery.core.domain import Citation
+from docquery.core.domain import Answer, Citation
 
 # Hard ceilings for the schema; the configured bounds (settings) are checked
 # in the routes and are at most these.
@@ -55,6 +55,14 @@ class QueryRequest(BaseModel):
         description="Earlier turns, oldest first, so a follow-up question is understood in context. "
         "Used only to decide what to search for (never as sources, never to widen access); bounded by "
         "conversation.max_history_turns and max_history_chars (422 beyond).",
+    )
+
+
+class QueryAnswer(Answer):
+    answer_html: str = Field(
+        description="`answer` rendered as HTML on the server (CommonMark, then an allowlist sanitiser: no image, "
+        "script, style or event attribute; links only to `api.link_allowlist` hosts, with "
+        'rel="noopener noreferrer"), for clients that show HTML'
     )
 
 
