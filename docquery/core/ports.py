@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
-from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk, Prompt
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, Prompt
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
 # Reads a credential through the secret source on every call, so a rotated file is used at once.
@@ -122,6 +122,10 @@ class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
     def count_chunks(self, doc_id: str | None = None) -> int: ...
 
     def chunk_ids(self, doc_id: str) -> list[str]: ...
+
+    def read_passage(self, doc_id: str, chunk_index: int, acl: AclFilter) -> Chunk | None:
+        """One searchable chunk ``acl`` may read (the filter inside the query), else None."""
+        ...
 
     def read_meta(self) -> dict[str, Any] | None: ...
 

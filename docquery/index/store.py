@@ -16,12 +16,18 @@ from typing import Any
 from qdrant_edge import Bm25
 
 from docquery.core.collection import META_POINT_ID, Key, Kind, check_collection_meta, document_point_id
-from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
 from docquery.core.ports import SearchMode, TextCipher
 from docquery.index import filters
 from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
 from docquery.index.fusion import FusionParams
-from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
+from docquery.index.payload import (
+    chunk_from_payload,
+    chunk_payload,
+    document_from_payload,
+    document_payload,
+    meta_payload,
+)
 from docquery.index.search import HybridSearch, sparse_of
 
 _META_ID = str(META_POINT_ID)
@@ -176,6 +182,18 @@ class QdrantIndex:
             must.append(Match(Key.ROOT.value, (root,)))
         found = self._scroll(Where(must=tuple(must)), with_payload=True)
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
+
+    def read_passage(self, doc_id: str, chunk_index: int, acl: AclFilter) -> Chunk | None:
+        """One searchable chunk, only when ``acl`` may read it: the ACL filter is in the engine's query, so
+        another group's chunk is not found, exactly as a missing one is not. It reads the document's readable
+        points (``chunk_index`` is not a keyword the engine can match), decrypting only the one returned."""
+        if acl.allows_nothing:
+            return None
+        readable = Where(must=(filters.doc(doc_id),), any_of=filters.acl_chunks(acl).any_of)
+        for point in self._scroll(readable, with_payload=True):
+            if point.payload.get(Key.CHUNK_INDEX.value) == chunk_index:
+                return chunk_from_payload(point.id, point.payload, self._cipher)
+        return None
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
         # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks

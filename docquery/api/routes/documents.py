@@ -47,6 +47,9 @@ async def list_documents(
             max_length=_MAX_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before."
         ),
     ] = None,
+    title: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="Only titles containing this (any case).")
+    ] = None,
 ) -> DocumentList:
     principal, c, ctx = call.principal, call.components, call.ctx
     after = decode_cursor(cursor) if cursor is not None else None
@@ -54,6 +57,9 @@ async def list_documents(
     found = await asyncio.to_thread(c.index.list_documents, acl=principal.acl())
     if after is not None:
         found = [r for r in found if r.doc_id > after]
+    if title is not None:
+        wanted = title.casefold()
+        found = [r for r in found if wanted in r.title.casefold()]
     records, more = found[:limit], len(found) > limit
     ctx.doc_ids = [r.doc_id for r in records]
     ctx.outcome = "listed"
