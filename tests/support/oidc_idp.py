@@ -58,7 +58,8 @@ class Idp:
 @contextmanager
 def running_idp(users: Sequence[User], token_max_age_s: int = 300) -> Iterator[Idp]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    app = flask.Flask("docquery-test-idp")
+    # Rooted in the package, as its own app() is, so that its templates (the authorization form) are found.
+    app = flask.Flask("oidc_provider_mock")
     holder: dict[str, str] = {}
 
     def access_token(client: Any, grant_type: str, user: User, scope: str) -> str:
