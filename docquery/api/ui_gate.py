@@ -44,7 +44,8 @@ UI_HEADERS = [
     (b"x-frame-options", b"DENY"),
 ]
 # (method, path or path prefix ending in "/") the page calls with its session.
-SESSION_ROUTES = (("POST", "/v1/query"), ("GET", "/v1/documents"), ("GET", "/v1/passages/"))
+_V1 = "/v1"
+SESSION_ROUTES = (("POST", _V1 + "/query"), ("GET", _V1 + "/documents"), ("GET", _V1 + "/passages/"))
 
 
 def is_ui_path(path: str) -> bool:
