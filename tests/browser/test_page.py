@@ -294,3 +294,18 @@ def test_screenshots_are_in_the_docs() -> None:
     for name in ("ui-1280.png", "ui-320.png"):
         assert (REPO / "docs" / "img" / name).stat().st_size > 1000
     assert "docs/img/ui-1280.png" in (REPO / "README.md").read_text()
+
+
+def test_a_busy_language_model_is_a_sentence_and_the_question_stays(tab: Recorded, service: Service) -> None:
+    page = tab.page
+    sign_in(page)
+    service.llm.config.fail_statuses = [503] * 3  # the first try and both retries
+    service.llm.config.retry_after = "7"
+    try:
+        ask(page, DEMO_Q)
+        expect(page.get_by_role("status")).to_have_text(re.compile(r"The service is busy\. Try again in \d+ seconds\."))
+        expect(page.get_by_label("Question")).to_have_value(DEMO_Q)
+        expect(page.locator(".turn")).to_have_count(0)
+    finally:
+        service.llm.config.fail_statuses = []
+        service.llm.config.retry_after = None
