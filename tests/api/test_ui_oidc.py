@@ -16,12 +16,11 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from oidc_provider_mock import User
 
 from docquery.api.auth.sessions import SESSION_COOKIE, build_sessions
 from docquery.ui.seal import new_key
 from tests.support.api_harness import Harness, make_harness
-from tests.support.oidc_idp import IDP_WARNINGS, Idp, running_idp, ui_oidc_settings
+from tests.support.oidc_idp import IDP_WARNINGS, Idp, User, running_idp, ui_oidc_settings
 
 pytestmark = IDP_WARNINGS
 REDIRECT = "https://testserver/ui/oidc/callback"

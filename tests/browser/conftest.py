@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oidc_provider_mock import User
 from playwright.sync_api import Browser, BrowserContext, Page, Request, Route, sync_playwright
 
 from docquery.ui.seal import new_key
-from tests.support.oidc_idp import AUDIENCE, CLIENT_ID, Idp, running_idp
+from tests.support.oidc_idp import AUDIENCE, CLIENT_ID, Idp, User, running_idp
 from tests.support.standins.openai_server import DEFAULT_KEY, StandInOpenAIServer
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -28,6 +28,7 @@ from oidc_provider_mock import User, init_app
 
 # The provider's own deprecation warnings (authlib's, inside oidc-provider-mock), which the suite's
 # "warnings are errors" would turn into a 500 from its token endpoint: marks for the modules using it.
+__all__ = ["IDP_WARNINGS", "Idp", "User", "running_idp", "ui_oidc_settings"]
 IDP_WARNINGS = [
     pytest.mark.filterwarnings("ignore:authlib.jose module is deprecated"),
     pytest.mark.filterwarnings("ignore:get_jwt_config:DeprecationWarning"),
