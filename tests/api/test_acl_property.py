@@ -5,7 +5,7 @@ unique marker word, then asks as a random principal (a signed JWT with random
 groups) through /v1/query (JSON and SSE), /v1/search, /v1/chat/completions
 (JSON and stream) and /v1/documents, and again with a conversation history
 (``history``, earlier ``messages``) that names every document's marker and
-the ACL groups. Nothing the principal may not read can
+the ACL groups, and reads every document's passage (/v1/passages). Nothing the principal may not read can
 appear: no foreign doc id in citations or listings, no foreign marker in any
 body. Documents accumulate across examples, so later examples run against a
 bigger, mixed index. The relevance threshold is off, to let every ACL-visible
@@ -157,6 +157,17 @@ def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     assert r.status_code == 200
     bodies.append(r.text)
     listed = {d["doc_id"] for d in r.json()["documents"]}
+
+    # The passage of every document: found exactly when visible; a hidden one is the same 404 as a missing one.
+    missing = h.client.get("/v1/passages/no-such-doc/0", headers=auth)
+    for doc_id in h.corpus.docs:
+        r = h.client.get(f"/v1/passages/{doc_id}/0", headers=auth)
+        if doc_id in visible:
+            assert r.status_code == 200 and all_markers[doc_id] in r.json()["text"]
+            bodies.append(r.text)
+        else:
+            assert r.status_code == missing.status_code == 404
+            assert r.json()["error"]["message"] == missing.json()["error"]["message"]
 
     assert set(cited) <= visible
     assert listed == visible  # exactly what the principal may see, no more and no less
