@@ -69,6 +69,21 @@ def _visible(doc_groups: tuple[str, ...], principal_groups: set[str]) -> bool:
     return PUBLIC_GROUP in doc_groups or bool(set(doc_groups) & principal_groups)
 
 
+def _passages(h: Harness, auth: dict[str, str], visible: set[str], markers: dict[str, str]) -> list[str]:
+    """The passage of every document: found exactly when visible; a hidden one is the same 404 as a missing one."""
+    missing = h.client.get("/v1/passages/no-such-doc/0", headers=auth)
+    found = []
+    for doc_id in h.corpus.docs:
+        r = h.client.get(f"/v1/passages/{doc_id}/0", headers=auth)
+        if doc_id in visible:
+            assert r.status_code == 200 and markers[doc_id] in r.json()["text"]
+            found.append(r.text)
+        else:
+            assert r.status_code == missing.status_code == 404
+            assert r.json()["error"]["message"] == missing.json()["error"]["message"]
+    return found
+
+
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     docs=st.lists(doc_strategy, min_size=1, max_size=3),
@@ -158,16 +173,7 @@ def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     bodies.append(r.text)
     listed = {d["doc_id"] for d in r.json()["documents"]}
 
-    # The passage of every document: found exactly when visible; a hidden one is the same 404 as a missing one.
-    missing = h.client.get("/v1/passages/no-such-doc/0", headers=auth)
-    for doc_id in h.corpus.docs:
-        r = h.client.get(f"/v1/passages/{doc_id}/0", headers=auth)
-        if doc_id in visible:
-            assert r.status_code == 200 and all_markers[doc_id] in r.json()["text"]
-            bodies.append(r.text)
-        else:
-            assert r.status_code == missing.status_code == 404
-            assert r.json()["error"]["message"] == missing.json()["error"]["message"]
+    bodies += _passages(h, auth, visible, all_markers)
 
     assert set(cited) <= visible
     assert listed == visible  # exactly what the principal may see, no more and no less
