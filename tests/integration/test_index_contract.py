@@ -725,3 +725,29 @@ def test_both_backends_agree_with_the_real_model(tmp_path: Path, local_embedder:
     finally:
         edge.close()
         server.close()
+
+
+# -- passages ----------------------------------------------------------------
+@both
+def test_read_passage_finds_only_what_the_acl_may_read(opener: Opener, hash_embedder: HashEmbedder) -> None:
+    index = opener(hash_embedder)
+    ingest_corpus(index, hash_embedder)
+    index.upsert(
+        [
+            make_chunk(hash_embedder, "vpn", "Second chunk about the VPN client", ("eng",), index=1),
+            make_chunk(hash_embedder, "vpn", "A flagged chunk", ("eng",), index=2, quarantined=True),
+        ]
+    )
+    eng, hr = AclFilter.for_groups({"eng"}), AclFilter.for_groups({"hr"})
+    found = index.read_passage("vpn", 1, eng)
+    assert found is not None and found.text == "Second chunk about the VPN client" and found.chunk_index == 1
+    assert index.read_passage("vpn", 0, eng) is not None
+    assert index.read_passage("holidays", 0, hr) is not None  # public: any caller with a group
+    for doc_id, n, acl in [
+        ("vpn", 1, hr),  # another group's
+        ("vpn", 2, eng),  # quarantined
+        ("vpn", 9, eng),  # no such chunk
+        ("nope", 0, eng),  # no such document
+        ("vpn", 0, AclFilter.for_groups(set())),  # no groups: nothing
+    ]:
+        assert index.read_passage(doc_id, n, acl) is None, (doc_id, n)
