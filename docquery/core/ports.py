@@ -123,8 +123,8 @@ class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
 
     def chunk_ids(self, doc_id: str) -> list[str]: ...
 
-    def read_passage(self, doc_id: str, chunk_index: int, acl: AclFilter) -> Chunk | None:
-        """One searchable chunk ``acl`` may read (the filter inside the query), else None."""
+    def read_passages(self, doc_id: str, chunk_indexes: Sequence[int], acl: AclFilter) -> dict[int, Chunk]:
+        """The document's searchable chunks at these indexes that ``acl`` may read (the filter inside the query)."""
         ...
 
     def read_meta(self) -> dict[str, Any] | None: ...

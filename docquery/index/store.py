@@ -183,17 +183,21 @@ class QdrantIndex:
         found = self._scroll(Where(must=tuple(must)), with_payload=True)
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
 
-    def read_passage(self, doc_id: str, chunk_index: int, acl: AclFilter) -> Chunk | None:
-        """One searchable chunk, only when ``acl`` may read it: the ACL filter is in the engine's query, so
-        another group's chunk is not found, exactly as a missing one is not. It reads the document's readable
-        points (``chunk_index`` is not a keyword the engine can match), decrypting only the one returned."""
-        if acl.allows_nothing:
-            return None
+    def read_passages(self, doc_id: str, chunk_indexes: Sequence[int], acl: AclFilter) -> dict[int, Chunk]:
+        """The document's searchable chunks at these indexes that ``acl`` may read: the ACL filter is in the
+        engine's query, so another group's chunk is not found, exactly as a missing one is not. It reads the
+        document's readable points (``chunk_index`` is not a keyword the engine can match), decrypting only
+        the ones returned."""
+        if acl.allows_nothing or not chunk_indexes:
+            return {}
+        wanted = set(chunk_indexes)
         readable = Where(must=(filters.doc(doc_id),), any_of=filters.acl_chunks(acl).any_of)
+        found: dict[int, Chunk] = {}
         for point in self._scroll(readable, with_payload=True):
-            if point.payload.get(Key.CHUNK_INDEX.value) == chunk_index:
-                return chunk_from_payload(point.id, point.payload, self._cipher)
-        return None
+            n = point.payload.get(Key.CHUNK_INDEX.value)
+            if isinstance(n, int) and n in wanted:
+                found[n] = chunk_from_payload(point.id, point.payload, self._cipher)
+        return found
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
         # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks

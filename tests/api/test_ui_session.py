@@ -13,6 +13,7 @@ import hashlib
 import json
 import string
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docquery.api.auth.sessions import OIDC_PURPOSE, SESSION_COOKIE, SESSION_PURPOSE, Sessions, build_sessions
+from docquery.core.domain import Chunk, IndexedChunk
 from docquery.ui.seal import new_key
 from tests.support.api_harness import KEYS, Harness, JwtIssuer, bearer, make_harness, write_api_keys
 
@@ -272,3 +274,35 @@ def test_the_documents_listing_filters_by_title(ui: Harness) -> None:
     assert titles("salary") == []
     assert client.get("/v1/documents?title=").status_code == 422
     assert json.dumps(titles("sal")) == "[]"  # hr's document is not found by its title either
+
+
+def test_a_passage_comes_in_its_document_context(ui: Harness) -> None:
+    section = "Alpha one comes first. Beta two follows it. Gamma three is next. Delta four ends the section."
+    spans = [(0, 43), (23, 65), (44, len(section))]  # overlapping, as the chunker's are
+    embedder, items = ui.corpus.embedder, []
+    for n, (start, end) in enumerate(spans):
+        text = section[start:end]
+        chunk = Chunk(
+            id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctx/{n}")),
+            doc_id="ctx",
+            source="ctx.md",
+            title="Context",
+            chunk_index=n,
+            text=text,
+            content_sha256="0" * 64,
+            acl_groups=("eng",),
+            section=0,
+            char_start=start,
+            char_end=end,
+        )
+        items.append(IndexedChunk(chunk=chunk, dense=embedder.embed([text])[0]))
+    ui.corpus.index.upsert(items)
+    client, _ = sign_in(ui)
+    middle = client.get("/v1/passages/ctx/1").json()
+    assert middle["text"] == section[23:65]
+    assert middle["before"] + middle["text"] + middle["after"] == section  # no text twice, none missing
+    first, last = client.get("/v1/passages/ctx/0").json(), client.get("/v1/passages/ctx/2").json()
+    assert first["before"] == "" and first["text"] + first["after"] == section[:65]
+    assert last["after"] == "" and last["before"] + last["text"] == section[23:]
+    # Chunks without offsets (written before offsets were stored) have no context rather than a wrong one.
+    assert client.get("/v1/passages/vac/0").json()["before"] == ""

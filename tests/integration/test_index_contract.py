@@ -729,7 +729,7 @@ def test_both_backends_agree_with_the_real_model(tmp_path: Path, local_embedder:
 
 # -- passages ----------------------------------------------------------------
 @both
-def test_read_passage_finds_only_what_the_acl_may_read(opener: Opener, hash_embedder: HashEmbedder) -> None:
+def test_read_passages_finds_only_what_the_acl_may_read(opener: Opener, hash_embedder: HashEmbedder) -> None:
     index = opener(hash_embedder)
     ingest_corpus(index, hash_embedder)
     index.upsert(
@@ -739,10 +739,10 @@ def test_read_passage_finds_only_what_the_acl_may_read(opener: Opener, hash_embe
         ]
     )
     eng, hr = AclFilter.for_groups({"eng"}), AclFilter.for_groups({"hr"})
-    found = index.read_passage("vpn", 1, eng)
-    assert found is not None and found.text == "Second chunk about the VPN client" and found.chunk_index == 1
-    assert index.read_passage("vpn", 0, eng) is not None
-    assert index.read_passage("holidays", 0, hr) is not None  # public: any caller with a group
+    found = index.read_passages("vpn", [0, 1, 2, 9], eng)
+    assert sorted(found) == [0, 1]  # 2 is quarantined, 9 does not exist
+    assert found[1].text == "Second chunk about the VPN client" and found[1].chunk_index == 1
+    assert list(index.read_passages("holidays", [0], hr)) == [0]  # public: any caller with a group
     for doc_id, n, acl in [
         ("vpn", 1, hr),  # another group's
         ("vpn", 2, eng),  # quarantined
@@ -750,4 +750,4 @@ def test_read_passage_finds_only_what_the_acl_may_read(opener: Opener, hash_embe
         ("nope", 0, eng),  # no such document
         ("vpn", 0, AclFilter.for_groups(set())),  # no groups: nothing
     ]:
-        assert index.read_passage(doc_id, n, acl) is None, (doc_id, n)
+        assert index.read_passages(doc_id, [n], acl) == {}, (doc_id, n)

@@ -2,6 +2,8 @@
 
 Only a chunk the caller may read is found: the ACL filter is part of the index query. A passage of
 another group's document, a quarantined chunk and one that does not exist all get the same 404.
+The passage comes in its document context: the text of its neighbouring chunks before and after
+it, cut where the passage starts and ends (chunks overlap), when the offsets say where that is.
 Every string is made safe as citation fields are (it comes from a document); the text keeps its
 line breaks and is returned as it is stored when the sanitiser has nothing to change, so a
 citation's offsets point into it.
@@ -17,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from docquery.api.deps import QueryCall
 from docquery.api.errors import ApiError
+from docquery.core.domain import Chunk
 
 router = APIRouter(prefix="/v1")
 
@@ -31,6 +34,8 @@ class Passage(BaseModel):
     char_start: int | None = Field(description="Code-point offset of the passage in its section (as citations)")
     char_end: int | None = Field(description="End (exclusive) of the passage in its section")
     text: str = Field(description="The passage; a citation's snippet starts at char_start - this char_start")
+    before: str = Field(description="The document's text just before the passage (its previous chunk), or empty")
+    after: str = Field(description="The document's text just after the passage (its next chunk), or empty")
     request_id: str
 
 
@@ -41,7 +46,9 @@ async def passage(
     call: QueryCall,
 ) -> Passage:
     c, ctx = call.components, call.ctx
-    chunk = await asyncio.to_thread(c.index.read_passage, doc_id, chunk_index, call.principal.acl())
+    wanted = [chunk_index - 1, chunk_index, chunk_index + 1]
+    found = await asyncio.to_thread(c.index.read_passages, doc_id, wanted, call.principal.acl())
+    chunk = found.get(chunk_index)
     if chunk is None:
         ctx.outcome = "not_found"
         raise ApiError(404, "passage not found")
@@ -58,5 +65,23 @@ async def passage(
         char_start=chunk.char_start,
         char_end=chunk.char_end,
         text=sanitizer(chunk.text),
+        before=sanitizer(_before(found.get(chunk_index - 1), chunk)),
+        after=sanitizer(_after(found.get(chunk_index + 1), chunk)),
         request_id=ctx.request_id,
     )
+
+
+def _before(previous: Chunk | None, chunk: Chunk) -> str:
+    """The previous chunk's text up to where ``chunk`` starts (code points), when both are placed in one section."""
+    if previous is None or previous.section != chunk.section or None in (previous.char_start, chunk.char_start):
+        return ""
+    cut = (chunk.char_start or 0) - (previous.char_start or 0)
+    return previous.text[:cut] if 0 < cut <= len(previous.text) else ""
+
+
+def _after(following: Chunk | None, chunk: Chunk) -> str:
+    """The next chunk's text from where ``chunk`` ends."""
+    if following is None or following.section != chunk.section or None in (following.char_start, chunk.char_end):
+        return ""
+    cut = (chunk.char_end or 0) - (following.char_start or 0)
+    return following.text[cut:] if 0 <= cut < len(following.text) else ""

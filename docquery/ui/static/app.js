@@ -367,22 +367,29 @@ async function openPassage(citation, opener) {
     $("passage-title").textContent = `${citation.id}: ${passage.title || passage.source}`;
     const where = [passage.source, passage.page].filter(Boolean).join(" · ");
     $("passage-where").textContent = where;
-    const body = $("passage-text");
     const span = quoteSpan(passage.text, citation, passage);
+    const parts = [passage.text];
     if (span) {
       const mark = document.createElement("mark");
       mark.textContent = passage.text.slice(span[0], span[1]);
-      body.replaceChildren(passage.text.slice(0, span[0]), mark, passage.text.slice(span[1]));
-    } else {
-      body.textContent = passage.text;
+      parts.splice(0, 1, passage.text.slice(0, span[0]), mark, passage.text.slice(span[1]));
     }
+    $("passage-text").replaceChildren(context(passage.before), ...parts, context(passage.after));
     state.opener = opener;
     $("passage").showModal();
     $("passage-close").focus();
-    body.querySelector("mark")?.scrollIntoView({ block: "center" });
+    $("passage-text").querySelector("mark")?.scrollIntoView({ block: "center" });
   } catch (err) {
     handle(err);
   }
+}
+
+// The document's text around the passage, shown as context (the passage itself is what was cited).
+function context(text) {
+  const part = document.createElement("span");
+  part.className = "context";
+  part.textContent = text || "";
+  return part;
 }
 
 $("passage").addEventListener("close", () => state.opener?.focus());
