@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from docquery.core.domain import Answer, Citation
+from docquery.core import domain
+from docquery.core.domain import Citation
 
 # Hard ceilings for the schema; the configured bounds (settings) are checked
 # in the routes and are at most these.
@@ -58,7 +59,9 @@ class QueryRequest(BaseModel):
     )
 
 
-class QueryAnswer(Answer):
+class Answer(domain.Answer):
+    """The ``/v1/query`` answer: the pipeline's, plus its HTML rendering (the schema keeps the name ``Answer``)."""
+
     answer_html: str = Field(
         description="`answer` rendered as HTML on the server (CommonMark, then an allowlist sanitiser: no image, "
         "script, style or event attribute; links only to `api.link_allowlist` hosts, with "

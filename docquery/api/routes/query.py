@@ -13,7 +13,7 @@ from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import translate
 from docquery.api.limits import check_history, check_question, check_top_k
-from docquery.api.schemas import QueryAnswer, QueryRequest, SearchRequest, SearchResponse
+from docquery.api.schemas import Answer, QueryRequest, SearchRequest, SearchResponse
 from docquery.api.sse import STREAM_HEADERS, sse
 from docquery.rag.pipeline import StreamEvent
 
@@ -28,8 +28,8 @@ _STREAM_DOC = {
 }
 
 
-@router.post("/query", response_model=QueryAnswer, responses=_STREAM_DOC)  # type: ignore[arg-type]
-async def query(body: QueryRequest, call: QueryCall) -> QueryAnswer | Response:
+@router.post("/query", response_model=Answer, responses=_STREAM_DOC)  # type: ignore[arg-type]
+async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
     principal, c, settings, ctx = call.principal, call.components, call.settings, call.ctx
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
@@ -42,7 +42,7 @@ async def query(body: QueryRequest, call: QueryCall) -> QueryAnswer | Response:
         async with slot:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        return QueryAnswer(**dict(answer), answer_html=_renderer(call)(answer.answer))
+        return Answer(**dict(answer), answer_html=_renderer(call)(answer.answer))
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
