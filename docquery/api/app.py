@@ -6,6 +6,7 @@ a Prometheus registry, the audit chain, the error envelope and the
 middleware stack::
 
     RequestMiddleware (request id, metrics, audit, access log, last-resort 500)
+     -> UiHeadersMiddleware, SessionMiddleware (with ui.enabled: the page's headers and session cookie)
      -> AuthGateMiddleware (/v1/: 429 failed-auth limit, 401 credential, from the head alone)
        -> BodyLimitMiddleware (413 on the bytes received)
          -> FastAPI (role and rate-limit dependencies, routes, error handlers)
@@ -22,8 +23,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from docquery.api import routes
+from docquery.api.answer_html import AnswerHtml
 from docquery.api.audit import AuditLog
 from docquery.api.auth.authenticator import Authenticator
+from docquery.api.auth.sessions import build_sessions
 from docquery.api.client_address import ClientAddress
 from docquery.api.cursors import CursorSealer
 from docquery.api.docs_page import install_docs_page
@@ -34,9 +37,11 @@ from docquery.api.limits import AuthFailureLimiter, BodyLimitMiddleware, RateLim
 from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
 from docquery.api.openapi import install_openapi
+from docquery.api.ui_gate import SessionMiddleware, UiHeadersMiddleware
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
 from docquery.secrets import SecretSource, build_secret_source
+from docquery.ui.assets import load_assets
 from docquery.wiring import Components, build_components
 
 ComponentsFactory = Callable[[Settings], Components]
@@ -121,13 +126,22 @@ def create_app(
         queue=settings.api.llm_queue,
         wait_s=settings.api.llm_queue_wait_s,
     )
+    app.state.answer_html = AnswerHtml(settings.api.link_allowlist)
     install_error_handlers(app)
     for router in routes.ROUTERS:
         app.include_router(router)
+    if settings.ui.enabled:
+        app.state.ui_sessions = build_sessions(settings, source, auth)
+        app.state.ui_assets = load_assets()
+        for router in routes.UI_ROUTERS:
+            app.include_router(router)
     install_openapi(app, settings)
     if openapi_url is not None:
         install_docs_page(app, openapi_url)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
     app.add_middleware(AuthGateMiddleware)  # the credential, from the head, before any body is read
+    if settings.ui.enabled:
+        app.add_middleware(SessionMiddleware)  # the page's cookie, on the /v1 routes the page uses only
+        app.add_middleware(UiHeadersMiddleware)
     app.add_middleware(RequestMiddleware, metrics=metrics, audit=audit)  # added last: outermost
     return app

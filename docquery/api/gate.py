@@ -28,6 +28,9 @@ class AuthGateMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(PROTECTED_PREFIX):
             await self.app(scope, receive, send)
             return
+        if PRINCIPAL_STATE_KEY in scope.get("state", {}):  # a page session, verified (docquery.api.ui_gate)
+            await self.app(scope, receive, send)
+            return
         request = Request(scope)
         try:
             principal = verified_caller(request)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from docquery.core import domain
 from docquery.core.domain import Citation
 
 # Hard ceilings for the schema; the configured bounds (settings) are checked
@@ -55,6 +56,16 @@ class QueryRequest(BaseModel):
         description="Earlier turns, oldest first, so a follow-up question is understood in context. "
         "Used only to decide what to search for (never as sources, never to widen access); bounded by "
         "conversation.max_history_turns and max_history_chars (422 beyond).",
+    )
+
+
+class Answer(domain.Answer):
+    """The ``/v1/query`` answer: the pipeline's, plus its HTML rendering (the schema keeps the name ``Answer``)."""
+
+    answer_html: str = Field(
+        description="`answer` rendered as HTML on the server (CommonMark, then an allowlist sanitiser: no image, "
+        "script, style or event attribute; links only to `api.link_allowlist` hosts, with "
+        'rel="noopener noreferrer"), for clients that show HTML'
     )
 
 

@@ -283,6 +283,44 @@ class ApiSettings(_Section):
         return value
 
 
+class UiSettings(_Section):
+    """The web page at `/` and its sign-in (docs/ui.md)."""
+
+    enabled: bool = True
+    """Serve the question-and-answer page at `/` and its sign-in routes under `/ui/`."""
+    session_max_age_s: int = Field(default=8 * 3600, ge=60, le=7 * 86_400)
+    """Longest a page session lasts, in seconds, however it was signed in (an OIDC session also ends when its
+    refresh token does)."""
+    session_keys_file: str = "ui-session-keys"
+    """Secret file of the keys that seal the page's cookies: one base64url 32-byte key per line, the first seals,
+    every one opens (rotation: add a new first line, drop the old one after `session_max_age_s`). Missing: a key
+    made at start (dev only, sessions end at restart and are not shared between replicas); prod refuses sign-in."""
+    oidc_issuer: str | None = None
+    """OpenID provider for the page's sign-in (its discovery document is `<issuer>/.well-known/openid-configuration`).
+    Unset: sign-in with an API key only. Its access tokens are checked as API bearer tokens (`auth.jwt_*`)."""
+    oidc_client_id: str | None = None
+    """The page's client id at the OpenID provider."""
+    oidc_redirect_uri: str | None = None
+    """The redirect URI registered for the page: `https://<host>/ui/oidc/callback`."""
+    oidc_client_secret_file: str = "ui-oidc-client-secret"  # noqa: S105 - the secret's file name, not a secret
+    """Secret file holding the client secret; missing: a public client (PKCE alone)."""
+    oidc_scopes: list[str] = Field(default_factory=lambda: ["openid", "profile", "offline_access"])
+    """Scopes the page asks for (JSON list); a refresh token is needed to re-check groups."""
+    oidc_recheck_s: int = Field(default=300, ge=10, le=300)
+    """Seconds between two checks of an OIDC session's groups, through its refresh token (at most 5 minutes)."""
+    oidc_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    """Timeout of one request to the OpenID provider, in seconds."""
+
+    @model_validator(mode="after")
+    def _oidc_complete(self) -> UiSettings:
+        if self.oidc_issuer and not (self.oidc_client_id and self.oidc_redirect_uri):
+            raise ValueError(
+                "DOCQUERY_UI__OIDC_ISSUER is set without DOCQUERY_UI__OIDC_CLIENT_ID and"
+                " DOCQUERY_UI__OIDC_REDIRECT_URI; set both (docs/ui.md), or unset the issuer"
+            )
+        return self
+
+
 class IngestSettings(_Section):
     chunk_tokens: int = Field(default=200, ge=16, le=8192)
     """Tokens per chunk (the embedding model's tokenizer)."""
@@ -374,6 +412,7 @@ class Settings(BaseSettings):
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    ui: UiSettings = Field(default_factory=UiSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)
     vault: VaultSettings = Field(default_factory=VaultSettings)

@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
-from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk, Prompt
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, Prompt
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
 # Reads a credential through the secret source on every call, so a rotated file is used at once.
@@ -115,7 +115,9 @@ class DocumentCatalog(Protocol):
 
     def ensure_doc_id_key(self) -> bytes | None: ...
 
-    def list_page(self, *, acl: AclFilter, after: str | None, limit: int) -> tuple[list[DocumentRecord], bool]: ...
+    def list_page(
+        self, *, acl: AclFilter, after: str | None, limit: int, title: str | None = None
+    ) -> tuple[list[DocumentRecord], bool]: ...
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None: ...
 
@@ -128,6 +130,10 @@ class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
     def count_chunks(self, doc_id: str | None = None) -> int: ...
 
     def chunk_ids(self, doc_id: str) -> list[str]: ...
+
+    def read_passages(self, doc_id: str, chunk_indexes: Sequence[int], acl: AclFilter) -> dict[int, Chunk]:
+        """The document's searchable chunks at these indexes that ``acl`` may read (the filter inside the query)."""
+        ...
 
     def read_meta(self) -> dict[str, Any] | None: ...
 

@@ -5,7 +5,7 @@ The answer says plainly that it is extractive; it never paraphrases and never st
 each bullet is one span, a contiguous run of its source's text (sentences next to each other,
 or a whole code block), so it is an exact substring of the cited passage but for whitespace
 and the passage's own citation markers. Sentences that share the most words with the question
-are chosen over the passage's opening (``docquery.rag.passages``); a span scoring under half
+are chosen over the passage's opening (``docquery.chunking.passages``); a span scoring under half
 the best one is left out rather than padding the answer, and text left out between two spans
 puts them in separate bullets. Code is quoted as the fenced block the chunker stored.
 """
@@ -16,8 +16,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Literal
 
+from docquery.chunking.passages import Unit, score, terms, units
 from docquery.core.domain import Prompt
-from docquery.rag.passages import Unit, score, terms, units
 
 MODEL_NAME = "docquery-extractive"
 # A span is kept when it scores at least this share of the best span of its passage.

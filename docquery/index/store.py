@@ -27,12 +27,18 @@ from docquery.core.collection import (
     document_point_id,
     list_key,
 )
-from docquery.core.domain import AclFilter, DocumentRecord, Hit, IndexedChunk
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
 from docquery.core.ports import SearchMode, TextCipher
 from docquery.index import filters
 from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
 from docquery.index.fusion import FusionParams
-from docquery.index.payload import chunk_payload, document_from_payload, document_payload, meta_payload
+from docquery.index.payload import (
+    chunk_from_payload,
+    chunk_payload,
+    document_from_payload,
+    document_payload,
+    meta_payload,
+)
 from docquery.index.search import HybridSearch, sparse_of
 
 log = logging.getLogger(__name__)
@@ -216,17 +222,24 @@ class QdrantIndex:
         found = self._scroll(Where(must=tuple(must)), with_payload=True)
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
 
-    def list_page(self, *, acl: AclFilter, after: str | None, limit: int) -> tuple[list[DocumentRecord], bool]:
+    def list_page(
+        self, *, acl: AclFilter, after: str | None, limit: int, title: str | None = None
+    ) -> tuple[list[DocumentRecord], bool]:
         """Up to ``limit`` records ``acl`` may see, in ``(list_key, doc_id)`` order after the record ``after``,
-        and whether more follow.
+        and whether more follow; with ``title``, only those whose title holds it (any case).
 
         An ordered scroll over the integer index of ``list_key`` reads from the cursor's key on, about a
-        page of records; a collection written before that key existed (no ``listing`` mark on its meta
-        point) is read whole and sorted, until an ingest writes a record and so migrates it.
+        page of records. A title filter, and a collection written before that key existed (no ``listing``
+        mark on its meta point, until an ingest writes a record and so migrates it), read the caller's
+        whole catalogue and sort it: titles are not indexed for substring matching.
         """
         if acl.allows_nothing:
             return [], False
         where = Where(must=(filters.kind(Kind.DOCUMENT), filters.groups(acl)))
+        if title is not None:
+            wanted = title.casefold()
+            every = (document_from_payload(p.payload) for p in self._scroll(where, with_payload=True))
+            return _page_after(sorted((r for r in every if wanted in r.title.casefold()), key=_order), after, limit)
         if not self.listing_keyed():
             every = (document_from_payload(p.payload) for p in self._scroll(where, with_payload=True))
             return _page_after(sorted(every, key=_order), after, limit)
@@ -263,6 +276,22 @@ class QdrantIndex:
         self.update_meta({Key.LISTING.value: LISTING_VERSION})
         self._listing_keyed = True
         return keyed
+
+    def read_passages(self, doc_id: str, chunk_indexes: Sequence[int], acl: AclFilter) -> dict[int, Chunk]:
+        """The document's searchable chunks at these indexes that ``acl`` may read: the ACL filter is in the
+        engine's query, so another group's chunk is not found, exactly as a missing one is not. It reads the
+        document's readable points (``chunk_index`` is not a keyword the engine can match), decrypting only
+        the ones returned."""
+        if acl.allows_nothing or not chunk_indexes:
+            return {}
+        wanted = set(chunk_indexes)
+        readable = Where(must=(filters.doc(doc_id),), any_of=filters.acl_chunks(acl).any_of)
+        found: dict[int, Chunk] = {}
+        for point in self._scroll(readable, with_payload=True):
+            n = point.payload.get(Key.CHUNK_INDEX.value)
+            if isinstance(n, int) and n in wanted:
+                found[n] = chunk_from_payload(point.id, point.payload, self._cipher)
+        return found
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None:
         # Payload-only update: vectors stay untouched, so no re-embedding. The searchable chunks

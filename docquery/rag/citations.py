@@ -1,6 +1,6 @@
 """Citations: what each returned passage is, and the snippet that shows why it was returned.
 
-A snippet is the passage's most relevant sentence or sentences (``docquery.rag.passages``: the
+A snippet is the passage's most relevant sentence or sentences (``docquery.chunking.passages``: the
 units sharing the most words with the question; the first quotable one when none does): a
 contiguous run of the passage, at least ``MIN_SNIPPET`` characters unless the passage is
 shorter, at most ``SNIPPET_CHARS``, never a heading or a lone prompt (``>>>``). Its offsets
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from docquery.chunking.passages import Unit, score, terms, units
 from docquery.core.domain import Citation, Hit
-from docquery.rag.passages import Unit, score, terms, units
 
 SNIPPET_CHARS = 300
 MIN_SNIPPET = 40

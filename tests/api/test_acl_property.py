@@ -5,7 +5,7 @@ unique marker word, then asks as a random principal (a signed JWT with random
 groups) through /v1/query (JSON and SSE), /v1/search, /v1/chat/completions
 (JSON and stream) and /v1/documents, and again with a conversation history
 (``history``, earlier ``messages``) that names every document's marker and
-the ACL groups. Nothing the principal may not read can
+the ACL groups, and reads every document's passage (/v1/passages). Nothing the principal may not read can
 appear: no foreign doc id in citations or listings, no foreign marker in any
 body. Documents accumulate across examples, so later examples run against a
 bigger, mixed index. The relevance threshold is off, to let every ACL-visible
@@ -67,6 +67,21 @@ def _visible(doc_groups: tuple[str, ...], principal_groups: set[str]) -> bool:
     if not principal_groups:
         return False
     return PUBLIC_GROUP in doc_groups or bool(set(doc_groups) & principal_groups)
+
+
+def _passages(h: Harness, auth: dict[str, str], visible: set[str], markers: dict[str, str]) -> list[str]:
+    """The passage of every document: found exactly when visible; a hidden one is the same 404 as a missing one."""
+    missing = h.client.get("/v1/passages/no-such-doc/0", headers=auth)
+    found = []
+    for doc_id in h.corpus.docs:
+        r = h.client.get(f"/v1/passages/{doc_id}/0", headers=auth)
+        if doc_id in visible:
+            assert r.status_code == 200 and markers[doc_id] in r.json()["text"]
+            found.append(r.text)
+        else:
+            assert r.status_code == missing.status_code == 404
+            assert r.json()["error"]["message"] == missing.json()["error"]["message"]
+    return found
 
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -157,6 +172,8 @@ def test_no_acl_leak_through_any_endpoint(  # noqa: PLR0917
     assert r.status_code == 200
     bodies.append(r.text)
     listed = {d["doc_id"] for d in r.json()["documents"]}
+
+    bodies += _passages(h, auth, visible, all_markers)
 
     assert set(cited) <= visible
     assert listed == visible  # exactly what the principal may see, no more and no less

@@ -94,7 +94,7 @@ def test_documented_statuses_are_what_the_server_answers(h: Harness, schema: dic
     for path, method, op in _operations(schema):
         if not path.startswith("/v1/"):
             continue
-        url = path.replace("{doc_id}", "nope").replace("{model_id}", "docquery")
+        url = path.replace("{doc_id}", "nope").replace("{model_id}", "docquery").replace("{chunk_index}", "0")
         checks: list[tuple[dict[str, str], Any, int]] = [
             ({}, bodies.get(path), 401),
             (bearer("tok-norole"), bodies.get(path), 403),
@@ -110,7 +110,7 @@ def test_documented_statuses_are_what_the_server_answers(h: Harness, schema: dic
             assert str(status) in op["responses"], (method, path, status)
             assert ErrorEnvelope.model_validate(r.json()).error.request_id
             seen += 1
-    assert seen == 21
+    assert seen == 23
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from tests.support.api_harness import (
 from tests.support.fixtures import harness_fixture, standin_fixture
 from tests.support.markdown_oracle import violations
 from tests.support.standins.openai_server import StandInOpenAIServer
+from tests.unit.test_answer_html import assert_inert as assert_html_inert
 
 AUTH = bearer("tok-alice-eng")
 ATTACKS = [
@@ -79,6 +80,9 @@ _MARKDOWN_FIELDS = (".answer", ".content", ".text")
 
 def _assert_inert(where: str, value: Any) -> None:
     for path, text in _strings(value):
+        if path.endswith(".answer_html"):  # HTML by design: held to the HTML allowlist instead
+            assert_html_inert(text)
+            continue
         if path.rsplit(".", 1)[-1] in PLAIN_FIELDS:
             assert any(text in (_one_line(a), _one_line(a) + ".md") for a in ATTACKS), (where, path, text)
             continue

@@ -725,3 +725,29 @@ def test_both_backends_agree_with_the_real_model(tmp_path: Path, local_embedder:
     finally:
         edge.close()
         server.close()
+
+
+# -- passages ----------------------------------------------------------------
+@both
+def test_read_passages_finds_only_what_the_acl_may_read(opener: Opener, hash_embedder: HashEmbedder) -> None:
+    index = opener(hash_embedder)
+    ingest_corpus(index, hash_embedder)
+    index.upsert(
+        [
+            make_chunk(hash_embedder, "vpn", "Second chunk about the VPN client", ("eng",), index=1),
+            make_chunk(hash_embedder, "vpn", "A flagged chunk", ("eng",), index=2, quarantined=True),
+        ]
+    )
+    eng, hr = AclFilter.for_groups({"eng"}), AclFilter.for_groups({"hr"})
+    found = index.read_passages("vpn", [0, 1, 2, 9], eng)
+    assert sorted(found) == [0, 1]  # 2 is quarantined, 9 does not exist
+    assert found[1].text == "Second chunk about the VPN client" and found[1].chunk_index == 1
+    assert list(index.read_passages("holidays", [0], hr)) == [0]  # public: any caller with a group
+    for doc_id, n, acl in [
+        ("vpn", 1, hr),  # another group's
+        ("vpn", 2, eng),  # quarantined
+        ("vpn", 9, eng),  # no such chunk
+        ("nope", 0, eng),  # no such document
+        ("vpn", 0, AclFilter.for_groups(set())),  # no groups: nothing
+    ]:
+        assert index.read_passages(doc_id, [n], acl) == {}, (doc_id, n)

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docquery.chunking.passages import terms
 from docquery.core.domain import AclFilter, Chunk, Hit, Principal, Prompt
 from docquery.core.ports import SearchMode
 from docquery.generators.extractive import ExtractiveGenerator
 from docquery.rag.citations import MIN_SNIPPET, SNIPPET_CHARS, citations_for, snippet_span
-from docquery.rag.passages import terms
 from docquery.rag.pipeline import RagPipeline, RetrievalConfig
 from docquery.rag.sanitize import Sanitizer
 from tests.support.fakes import HashEmbedder

@@ -13,9 +13,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docquery.chunking.passages import terms, units
 from docquery.core.domain import Chunk, Hit, Prompt
 from docquery.generators.extractive import ExtractiveGenerator
-from docquery.rag.passages import terms, units
 
 _WORDS = ["policy", "leave", "server", "install", "client", "budget", "travel", "report", "archive", "backup"]
 

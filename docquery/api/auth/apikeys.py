@@ -114,6 +114,11 @@ class ApiKeyVerifier:
             return None
         return _match(self._current_table(), hashlib.sha256(token.encode("utf-8")).digest())
 
+    def verify_digest(self, digest: bytes) -> ApiKeyEntry | None:
+        """The entry whose key has this SHA-256 digest, while the file still lists it (a page session
+        keeps the digest, never the key, and is re-checked on each request)."""
+        return _match(self._current_table(), digest) if len(digest) == 32 else None
+
     def key_count(self) -> int:
         """Number of valid entries now (0 when the file is missing or malformed)."""
         return len(self._current_table())

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from docquery.api.routes import documents, health, openai_compat, query
+from docquery.api.routes import documents, health, openai_compat, passages, query, ui_page, ui_session
 
 # Included into the app one by one: FastAPI matches included routers level by level, so
 # one wrapping router would add a level to every request's route matching.
-ROUTERS: tuple[APIRouter, ...] = (query.router, openai_compat.router, documents.router, health.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    query.router,
+    openai_compat.router,
+    documents.router,
+    passages.router,
+    health.router,
+)
+# The web page and its sign-in, with ui.enabled.
+UI_ROUTERS: tuple[APIRouter, ...] = (ui_page.router, ui_session.router)
 
-__all__ = ["ROUTERS"]
+__all__ = ["ROUTERS", "UI_ROUTERS"]

@@ -39,6 +39,9 @@ async def list_documents(
             max_length=_MAX_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before."
         ),
     ] = None,
+    title: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="Only titles containing this (any case).")
+    ] = None,
 ) -> DocumentList:
     principal, c, ctx = call.principal, call.components, call.ctx
     sealer: CursorSealer = call.request.app.state.cursors
@@ -49,7 +52,9 @@ async def list_documents(
             raise ApiError(422, BAD_CURSOR)
     # The ACL filter goes into the index query itself, from the verified principal.
     # One page read from the index, in its order, from the cursor on (docquery.index.store.list_page).
-    records, more = await asyncio.to_thread(c.index.list_page, acl=principal.acl(), after=after, limit=limit)
+    records, more = await asyncio.to_thread(
+        c.index.list_page, acl=principal.acl(), after=after, limit=limit, title=title
+    )
     ctx.doc_ids = [r.doc_id for r in records]
     ctx.outcome = "listed"
     # No acl_groups or ingest root in the listing: a shared document would

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import Response, StreamingResponse
 
+from docquery.api.answer_html import AnswerHtml
 from docquery.api.context import RequestContext
 from docquery.api.deps import LlmSlot, QueryCall
 from docquery.api.errors import translate
 from docquery.api.limits import check_history, check_question, check_top_k
-from docquery.api.schemas import QueryRequest, SearchRequest, SearchResponse
+from docquery.api.schemas import Answer, QueryRequest, SearchRequest, SearchResponse
 from docquery.api.sse import STREAM_HEADERS, sse
-from docquery.core.domain import Answer
 from docquery.rag.pipeline import StreamEvent
 
 log = logging.getLogger("docquery.api")
@@ -42,22 +42,43 @@ async def query(body: QueryRequest, call: QueryCall) -> Answer | Response:
         async with slot:
             answer = await c.pipeline.answer(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
         ctx.outcome = "refused" if trace.refused else "answered"
-        return answer
+        return Answer(**dict(answer), answer_html=_renderer(call)(answer.answer))
     events = c.pipeline.answer_stream(question, principal, top_k, ctx.request_id, search_for=search, trace=trace)
     head = await slot.prime(events)
     ctx.outcome = "refused" if trace.refused else "answered"
-    body_stream = _stream_body(head, events, ctx, slot)
+    body_stream = _stream_body(head, events, ctx, slot, _renderer(call))
     return StreamingResponse(body_stream, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
+def _renderer(call: QueryCall) -> AnswerHtml:
+    renderer: AnswerHtml = call.request.app.state.answer_html
+    return renderer
+
+
+class _Rendered:
+    """Keeps the streamed answer's deltas so the final event carries the whole answer as HTML."""
+
+    def __init__(self, render: AnswerHtml) -> None:
+        self._render = render
+        self._parts: list[str] = []
+
+    def event(self, ev: StreamEvent) -> bytes:
+        if ev.event == "delta":
+            self._parts.append(str(ev.data.get("text", "")))
+        elif ev.event == "done":
+            return sse(ev.event, {**ev.data, "answer_html": self._render("".join(self._parts))})
+        return sse(ev.event, ev.data)
+
+
 async def _stream_body(
-    head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext, slot: LlmSlot
+    head: list[StreamEvent], events: AsyncIterator[StreamEvent], ctx: RequestContext, slot: LlmSlot, render: AnswerHtml
 ) -> AsyncIterator[bytes]:
+    rendered = _Rendered(render)
     try:
         # The primed events go out as one chunk: one write instead of one per event.
-        yield b"".join(sse(ev.event, ev.data) for ev in head)
+        yield b"".join(rendered.event(ev) for ev in head)
         async for ev in events:
-            yield sse(ev.event, ev.data)
+            yield rendered.event(ev)
     except Exception as exc:
         err = translate(exc)
         log.warning("stream %s failed after start: %s", ctx.request_id, type(exc).__name__)

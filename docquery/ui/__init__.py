@@ -1,0 +1,1 @@
+"""The web page at ``/``: static assets, sealed sessions, OIDC sign-in, security headers (docs/ui.md)."""
