@@ -3,7 +3,8 @@
     DocQueryError
      ├── ConfigError            bad or missing configuration (exit 2 / refuse to start)
      │    ├── SettingsError       (docquery.config.settings) a setting's value or name is wrong
-     │    └── ApiKeyFileError     (docquery.api.auth.apikeys) the API keys file is malformed
+     │    ├── ApiKeyFileError     (docquery.api.auth.apikeys) the API keys file is malformed
+     │    └── SealError           (docquery.ui.seal) no key can seal the page's cookies
      ├── UsageProblem           a flag's or a request's value is out of range (exit 2, HTTP 422)
      │    ├── InvalidRequest      (docquery.validation) a question, top_k, group or collection out of bounds
      │    └── UsageError          (ingest.model) a problem found before ingest writes anything
@@ -31,6 +32,8 @@
      │    ├── DecryptionError     a token does not decrypt (tampered, moved, wrong key)
      │    └── KeyUnavailableError Transit unreachable or denied
      ├── ApiError               (docquery.api.errors) an HTTP error answered as is (status, fixed message)
+     ├── OidcError              (docquery.ui.oidc) the OpenID provider could not be used (fixed text)
+     ├── _SignInFailed          (docquery.api.routes.ui_session) a sign-in ends on the page's error page
      ├── _NoKeyError            (docquery.index.server) no Qdrant key now: no request is sent
      ├── DatasetError           (docquery.evaluation.beir) an evaluation dataset is missing or malformed
      ├── FileRejected           (ingest.model) one file cannot be ingested (its reason is safe to show)

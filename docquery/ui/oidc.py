@@ -21,6 +21,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 
 from docquery.config.settings import UiSettings
+from docquery.core.errors import DocQueryError
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ _DISCOVERY_TTL_S = 3600.0
 _MAX_RESPONSE_BYTES = 64 * 1024
 
 
-class OidcError(Exception):
+class OidcError(DocQueryError):
     """The provider could not be used; the message is fixed text (never a token or a provider's body)."""
 
 

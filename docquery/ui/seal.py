@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from docquery.core.errors import ConfigError
 from docquery.secrets import SecretsError, SecretSource
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ _NONCE = 12
 MAX_SEALED_CHARS = 3800  # a browser keeps a cookie of about 4 KB
 
 
-class SealError(Exception):
+class SealError(ConfigError):
     """No key can seal: the message says what to set, never a value."""
 
 

@@ -38,6 +38,7 @@ from docquery.api.errors import ApiError
 from docquery.api.limits import AuthFailureLimiter
 from docquery.api.ui_gate import cleared, cookie_header
 from docquery.core.domain import Principal
+from docquery.core.errors import DocQueryError
 from docquery.ui.assets import error_page
 from docquery.ui.oidc import OidcError, pkce_pair
 from docquery.ui.seal import SealError
@@ -162,7 +163,7 @@ EXCHANGE_FAILED = (502, "Sign-in failed", "The sign-in service did not confirm t
 TOKEN_REFUSED = (403, "Sign-in refused", "Your identity provider's token is not accepted by this service.")
 
 
-class _SignInFailed(Exception):
+class _SignInFailed(DocQueryError):
     def __init__(self, page: tuple[int, str, str]) -> None:
         super().__init__(page[1])
         self.page = page
