@@ -49,6 +49,7 @@ class IngestOptions:
     dry_run: bool = False
     shard: Shard = field(default_factory=Shard)
     strict: bool = False  # --strict: skipped files (types DocQuery does not read) count as failures
+    acl_root: Path | None = None  # --acl-root; None: ingest.acl_root, else each PATH
 
 
 def chunk_spec(settings: Settings) -> ChunkSpec:
@@ -66,6 +67,17 @@ def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
 def _collection_exists(settings: Settings, name: str) -> bool:
     edge = edge_collection(settings, name)
     return edge is None or edge.exists  # a server collection is opened (and created if absent) as usual
+
+
+def _discover(opts: IngestOptions, acl_root: Path | None, report: Report) -> tuple[AclResolver, Discovery]:
+    root = opts.acl_root or acl_root
+    if root is not None and not root.is_dir():
+        raise UsageError(f"ACL root {root} (--acl-root, DOCQUERY_INGEST__ACL_ROOT) is not a folder")
+    resolver = AclResolver(opts.groups, opts.acl_origin, root=root)
+    discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
+    _warn_empty_paths(opts, discovery)
+    report.acl_from = {str(f.path): f.acl_origin for f in discovery.files}
+    return resolver, discovery
 
 
 def _warn_empty_paths(opts: IngestOptions, discovery: Discovery) -> None:
@@ -150,9 +162,7 @@ def run_ingest(
     cfg = settings.ingest
     report = Report(dry_run=opts.dry_run, shard=f"{opts.shard.index}/{opts.shard.count}")
     spec = chunk_spec(settings)
-    resolver = AclResolver(opts.groups, opts.acl_origin)
-    discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
-    _warn_empty_paths(opts, discovery)
+    resolver, discovery = _discover(opts, cfg.acl_root, report)
     fingerprint = pipeline_fingerprint(spec, cfg.quarantine_flagged)
     collection = opts.collection or settings.qdrant.collection
 

@@ -4,8 +4,8 @@
   explicit stack (threat: a few thousand nested folders must not exhaust Python's
   recursion limit); symlinked folders are not followed (reported as skipped), and
   dot-files and dot-folders (``.git``, the ACL file itself) are skipped. Every ACL
-  file in the tree is validated, and a near-miss name (``.docquery-acl.yml``) is an
-  error.
+  file in the tree is validated; a refused one, or a near-miss name
+  (``.docquery-acl.yml``), fails its own subtree (its documents are rejected).
 * A folder that cannot be listed (permission denied, path too long, I/O error) is a
   failure naming the folder, never a silent skip: its files and its ACL file are
   unknown (threat: files lost without a trace, or an ACL file never checked).
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from ingest.discover.acl import ACL_FILE, AclResolver, is_near_miss
+from ingest.discover.acl import ACL_FILE, AclResolver, Broken, is_near_miss
 from ingest.model import SourceFile, UsageError
 from ingest.prepare.loaders import never_read, suffix_of, unsupported
 
@@ -222,66 +222,93 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclResolver) -> Discovery:
-    """Raises UsageError for a missing path, a bad or near-miss ACL file, or a file with no ACL
-    (nothing is written then)."""
+    """Raises UsageError for a missing path, a path outside the declared ACL root, or a file with no
+    ACL (nothing is written then). A broken ACL file fails its own subtree: its documents are rejected."""
     result = Discovery()
     seen: set[Path] = set()
     no_acl: list[str] = []
-    for given in paths:
-        root, candidates = _candidates(given, acl, result)
+    given_paths = [(given, _resolve_given(given)) for given in paths]
+    for _, resolved in given_paths:  # every root first: the outermost one bounds the lookup, whatever the order
+        acl.add_root(resolved.parent if resolved.is_file() else resolved)
+    for _, resolved in given_paths:
+        root, candidates = _candidates(resolved, acl, result)
         for entry in candidates:
-            path, rel = entry.path, entry.rel
-            if entry.link:
-                target = _link_target(path, root)
-                if isinstance(target, str):
-                    if filters.accepts(rel) and shard.owns(rel):
-                        result.rejected.append((str(path), target))
-                    continue
-                path, rel = target  # from here on the link is its target: same rel, shard and ACL
-            if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
-                continue
-            seen.add(path)
-            if not is_utf8_name(str(path)):
-                result.rejected.append((str(path), NOT_UTF8))
-                continue
-            if not (entry.regular or entry.link):
-                result.rejected.append((str(path), "not a regular file"))
-                continue
-            found = acl.resolve(path)
-            if found is None:
-                if never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
-                    result.skipped.append((str(path), unsupported(suffix_of(path))))
-                else:
-                    no_acl.append(rel)
-                continue
-            result.files.append(SourceFile(root=root, path=path, rel=rel, acl_groups=found[0], acl_origin=found[1]))
+            _admit(entry, root, filters=filters, shard=shard, acl=acl, seen=seen, result=result, no_acl=no_acl)
     if no_acl:
         shown = ", ".join(no_acl[:5]) + (f" and {len(no_acl) - 5} more" if len(no_acl) > 5 else "")
         raise UsageError(
             f"no ACL for {len(no_acl)} file(s) ({shown}): pass --groups or --public, "
             f"or put a {ACL_FILE} in their folder"
         )
+    # Each refused ACL file once, with what is wrong with it: whatever the filters or shard.
+    result.rejected.extend((str(b.file), b.reason) for b in acl.broken.values())
     return result
 
 
-def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
-    """(root, entries) for one PATH; checks every ACL file under it and records its roots."""
+def _admit(
+    entry: _Entry,
+    root: Path,
+    *,
+    filters: Filters,
+    shard: Shard,
+    acl: AclResolver,
+    seen: set[Path],
+    result: Discovery,
+    no_acl: list[str],
+) -> None:
+    """One walked entry: a document with its ACL, a refusal, a skip, or nothing (filtered out)."""
+    path, rel = entry.path, entry.rel
+    if entry.link:
+        target = _link_target(path, root)
+        if isinstance(target, str):
+            if filters.accepts(rel) and shard.owns(rel):
+                result.rejected.append((str(path), target))
+            return
+        path, rel = target  # from here on the link is its target: same rel, shard and ACL
+    if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
+        return
+    seen.add(path)
+    if not is_utf8_name(str(path)):
+        result.rejected.append((str(path), NOT_UTF8))
+    elif not (entry.regular or entry.link):
+        result.rejected.append((str(path), "not a regular file"))
+    else:
+        found = acl.resolve(path)
+        if isinstance(found, Broken):
+            result.rejected.append((str(path), withheld(found)))
+        elif found is not None:
+            result.files.append(SourceFile(root, path, rel, acl_groups=found.groups, acl_origin=found.origin))
+        elif never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
+            result.skipped.append((str(path), unsupported(suffix_of(path))))
+        else:
+            no_acl.append(rel)
+
+
+def withheld(broken: Broken) -> str:
+    return (
+        f"not indexed: the ACL file that governs it ({broken.origin}) is refused; "
+        "its indexed version is withdrawn until the ACL file is fixed"
+    )
+
+
+def _resolve_given(given: Path) -> Path:
     if not given.exists():
         if os.path.lexists(given):
             raise UsageError(f"path is a dangling symlink or a symlink loop: {given}")
         raise UsageError(f"path not found: {given}")
-    resolved = given.resolve()
+    return given.resolve()
+
+
+def _candidates(resolved: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
+    """(root, entries) for one resolved PATH; checks every ACL file under it and records its roots."""
     if resolved.is_file():
         result.file_roots.append(resolved)
         acl.check_folder(resolved.parent)
         return resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
     tree = _walk(resolved)
     result.roots.append(resolved)
-    if tree.near_misses:
-        raise UsageError(
-            f"{tree.near_misses[0]}: looks like an ACL file but is not named {ACL_FILE}; "
-            "rename or remove it (it would be ignored)"
-        )
+    for near in tree.near_misses:
+        acl.mark_broken(near, f"looks like an ACL file but is not named {ACL_FILE}: rename or remove it")
     for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
         acl.check_folder(folder)
     # Whatever the filters or shard: the folder's files and its ACL file are unknown to every run.

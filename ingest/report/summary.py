@@ -39,6 +39,8 @@ class Report:
     skipped: list[dict[str, str]] = field(default_factory=list)
     # Indexed documents not re-indexed this run whose ACL changed: what was done to their chunks.
     acl_previous: list[dict[str, str]] = field(default_factory=list)
+    # What decided each discovered document's ACL: its ACL file relative to the ACL root, or the flag.
+    acl_from: dict[str, str] = field(default_factory=dict)
 
     def fail(self, path: str, reason: str) -> None:
         self.failed.append({"path": path, "reason": reason})
@@ -59,6 +61,7 @@ class Report:
             "failed": sorted(self.failed, key=lambda f: f["path"]),
             "skipped": sorted(self.skipped, key=lambda f: f["path"]),
             "acl_previous": sorted(self.acl_previous, key=lambda f: f["path"]),
+            "acl_from": dict(sorted(self.acl_from.items())),
             "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 3),
             "acl_updated": self.acl_updated,
@@ -94,7 +97,9 @@ class Report:
         head = "docquery ingest" + (" (dry run, nothing written)" if self.dry_run else "") + ": "
         lines = [head + " ".join(f"{k}={v}" for k, v in self.counts()) + f" seconds={self.seconds:.1f}"]
         for action, paths in (self.plan or {}).items():
-            lines.extend(f"plan {action} {safe(path)}" for path in paths)
+            lines.extend(f"plan {action} {safe(path)}{self._decided(action, path)}" for path in paths)
+        if self.plan is None:
+            lines.extend(f"acl-from {safe(origin)}: {n} document(s)" for origin, n in self._origins())
         lines.extend(f"failed {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
         lines.extend(f"skipped {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.skipped, key=_by_path))
         lines.extend(f"acl {safe(f['path'])}: {safe(f['action'])}" for f in sorted(self.acl_previous, key=_by_path))
@@ -107,7 +112,9 @@ class Report:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():
                 for path in paths:
-                    console.print(f"  {action:<12} {safe(path)}", markup=False, highlight=False)
+                    console.print(
+                        f"  {action:<12} {safe(path)}{self._decided(action, path)}", markup=False, highlight=False
+                    )
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
@@ -117,6 +124,9 @@ class Report:
             table.add_row(name, str(value))
         table.add_row("seconds", f"{self.seconds:.1f}")
         console.print(table)
+        if self.plan is None:
+            for origin, n in self._origins():
+                console.print(f"acl from {escape(safe(origin))}: {n} document(s)", highlight=False)
         for f in sorted(self.failed, key=_by_path):
             console.print(f"[red]failed[/red] {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
         for f in sorted(self.skipped, key=_by_path):
@@ -125,6 +135,18 @@ class Report:
             console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
             console.print(f"[red]error[/red] {escape(safe(self.error))}", highlight=False)
+
+    def _decided(self, action: str, path: str) -> str:
+        """What decides a planned document's ACL, after its path in the plan."""
+        origin = self.acl_from.get(path) if action in {"add", "update", "acl_update", "unchanged"} else None
+        return "" if origin is None else f" (acl from {safe(origin)})"
+
+    def _origins(self) -> list[tuple[str, int]]:
+        """Each ACL origin with how many documents it decided (the per-document list is in --json)."""
+        counts: dict[str, int] = {}
+        for origin in self.acl_from.values():
+            counts[origin] = counts.get(origin, 0) + 1
+        return sorted(counts.items())
 
 
 def _by_path(entry: dict[str, str]) -> str:
