@@ -24,6 +24,7 @@ from docquery.core.ports import Embedder, IndexAdapter
 from docquery.runtime.preflight import check_data_dir, check_index_free, edge_collection
 from docquery.wiring import build_embedder, build_index
 from ingest.discover.acl import AclResolver
+from ingest.discover.folders import raise_open_files_limit
 from ingest.discover.walk import Discovery, Filters, Shard, discover
 from ingest.model import EXTRA_ACL_ORIGIN, PlannedDoc, UsageError
 from ingest.plan.compare import Plan, build_plan, record_path, stale_acls
@@ -74,6 +75,7 @@ def _discover(opts: IngestOptions, acl_root: Path | None, report: Report) -> tup
     if root is not None and not root.is_dir():
         raise UsageError(f"ACL root {root} (--acl-root, DOCQUERY_INGEST__ACL_ROOT) is not a folder")
     resolver = AclResolver(opts.groups, opts.acl_origin, root=root)
+    raise_open_files_limit()  # discovery holds every folder open until the run ends
     discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
     _warn_empty_paths(opts, discovery)
     report.acl_from = {str(f.path): f.acl_origin for f in discovery.files}
@@ -230,6 +232,7 @@ def run_ingest(
             log.error("ingest stopped early: %s", safe(str(exc)))
     finally:
         report.seconds = time.monotonic() - t0
+        discovery.close()
         if owns_index and index is not None:
             index.close()
     # DEBUG: the report itself is printed once, on stdout (ingest/cli.py); this repeats it for debugging.

@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from docquery.core.collection import GROUP_PATTERN, PUBLIC_GROUP, is_valid_group_name
+from ingest.discover.folders import Folders
 from ingest.model import UsageError
 
 ACL_FILE = ".docquery-acl.yaml"
@@ -142,10 +143,12 @@ def is_near_miss(name: str) -> bool:
     return "".join(ch for ch in folded if ch.isalnum()) in _NEAR_MISS_KEYS
 
 
-def read_acl_file(path: Path) -> tuple[str, ...]:
-    """Raises UsageError naming ``path`` and the problem."""
+def read_acl_file(path: Path, dir_fd: int | None = None) -> tuple[str, ...]:
+    """Raises UsageError naming ``path`` and the problem. With ``dir_fd`` (the folder's descriptor held
+    since discovery) the file is looked up in that folder, not by its path."""
+    where = path.name if dir_fd is not None else path
     try:
-        info = path.lstat()
+        info = os.stat(where, dir_fd=dir_fd, follow_symlinks=False)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ACL file ({exc.strerror or type(exc).__name__})") from None
     if not stat.S_ISREG(info.st_mode):
@@ -154,8 +157,10 @@ def read_acl_file(path: Path) -> tuple[str, ...]:
     if info.st_size > MAX_ACL_BYTES:
         raise UsageError(f"{path}: ACL file is larger than {MAX_ACL_BYTES} bytes")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise OSError("swapped")
             raw = fh.read(MAX_ACL_BYTES + 1)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
@@ -190,12 +195,15 @@ def acl_from_document(doc: Any, origin: str) -> tuple[str, ...]:
     return normalise_groups(groups, origin)
 
 
-def _has_entry(candidate: Path) -> bool:
+def _has_entry(candidate: Path, dir_fd: int | None = None) -> bool:
     """Whether anything stands at ``candidate``. Only "no such entry" is no: a folder that cannot be
     read hides whether it has an ACL file, and taking that for "none" would give its documents the
     ACL of the folder above, so that folder is broken (``Broken``) instead."""
     try:
-        os.lstat(candidate)
+        if dir_fd is None:
+            os.lstat(candidate)
+        else:
+            os.stat(candidate.name, dir_fd=dir_fd, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
@@ -250,6 +258,11 @@ class AclResolver:
         self._cache: dict[Path, Resolution | None] = {}
         self._files: dict[Path, Resolution] = {}  # each ACL file is read and checked once
         self.broken: dict[Path, Broken] = {}  # folder -> why its own ACL file is refused
+        # The run's held folders (discovery sets them): ACL files are read through them, not by path.
+        self.folders: Folders | None = None
+
+    def _fd(self, folder: Path) -> int | None:
+        return None if self.folders is None else self.folders.fd(folder)
 
     def add_root(self, folder: Path) -> None:
         """A resolved PATH's folder. Raises UsageError for one outside the declared root."""
@@ -281,8 +294,9 @@ class AclResolver:
             return self.broken[folder]
         candidate = folder / ACL_FILE
         origin = candidate.relative_to(root).as_posix()
+        dir_fd = self._fd(folder)
         try:
-            present = _has_entry(candidate)  # any kind of entry under that name is checked, never ignored
+            present = _has_entry(candidate, dir_fd)  # any kind of entry under that name is checked, never ignored
         except UsageError as exc:
             self.broken[folder] = Broken(origin, str(exc), folder)
             return self.broken[folder]
@@ -290,7 +304,7 @@ class AclResolver:
             return None
         if candidate not in self._files:
             try:
-                self._files[candidate] = Found(read_acl_file(candidate), origin)
+                self._files[candidate] = Found(read_acl_file(candidate, dir_fd), origin)
             except UsageError as exc:
                 self._files[candidate] = Broken(origin, str(exc).removeprefix(f"{candidate}: "), candidate)
         found = self._files[candidate]
@@ -324,7 +338,7 @@ class AclResolver:
         """Reads and checks the ACL file of ``folder`` if it has one; a refused one is kept in ``broken``."""
         root = self.root_of(folder)
         try:
-            present = root is not None and _has_entry(folder / ACL_FILE)
+            present = root is not None and _has_entry(folder / ACL_FILE, self._fd(folder))
         except UsageError:
             return  # cannot look into it: the walk reports the folder, and a document that needs it fails
         if present and root is not None:

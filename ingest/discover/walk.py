@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -38,6 +39,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ingest.discover.acl import ACL_FILE, AclResolver, Broken, is_near_miss
+from ingest.discover.folders import Folders
 from ingest.model import SourceFile, UsageError
 from ingest.prepare.loaders import never_read, suffix_of, unsupported
 
@@ -141,6 +143,11 @@ class Discovery:
     # Folders that could not be listed (also in ``rejected``): what is under them is unknown,
     # so a document indexed there is neither missing nor known to keep its ACL.
     unlisted: list[Path] = field(default_factory=list)
+    # Every folder walked, held open until the run ends (``close``): the reads go through them.
+    folders: Folders = field(default_factory=Folders)
+
+    def close(self) -> None:
+        self.folders.close()
 
 
 @dataclass(frozen=True)
@@ -160,40 +167,53 @@ class _Tree:
     unlisted: list[tuple[Path, str]] = field(default_factory=list)  # (folder, reason)
 
 
-def _walk(root: Path) -> _Tree:
+def _walk(root: Path, folders: Folders) -> _Tree:
     """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
     comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
     (``root`` is resolved and folder links are not followed), and so is every non-link path in it.
+    Every folder is listed through its descriptor, opened from its parent's and held (``Folders``).
 
     Iterative: the stack holds the folders still to list, the next one on top, so the order is
     the recursive pre-order (a folder's subfolders are pushed in reverse)."""
     tree = _Tree()
-    stack: list[tuple[str, str]] = [(str(root), "")]  # (folder, its path relative to root + "/")
+    # (folder, its path relative to root + "/", its parent: None for the root, which is held already)
+    stack: list[tuple[Path, str, Path | None]] = [(root, "", None)]
     while stack:
-        folder, prefix = stack.pop()
+        folder, prefix, parent = stack.pop()
         try:
-            with os.scandir(folder) as listing:
+            fd = folders.open_child(parent, folder.name) if parent is not None else folders.open_root(root)
+        except OSError as exc:
+            swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)  # a link or a file since its parent was listed
+            why = "changed during the ingest (replaced by a link): run again" if swapped else _cannot_list(exc)
+            tree.unlisted.append((folder, why))
+            continue
+        try:
+            with os.scandir(fd) as listing:
                 every = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            tree.unlisted.append((Path(folder), f"cannot list folder ({exc.strerror or type(exc).__name__})"))
+            tree.unlisted.append((folder, _cannot_list(exc)))
             continue
-        tree.folders.append(Path(folder))
-        tree.near_misses.extend(Path(e.path) for e in every if is_near_miss(e.name))
-        folders: list[tuple[str, str]] = []
+        tree.folders.append(folder)
+        tree.near_misses.extend(folder / e.name for e in every if is_near_miss(e.name))
+        subfolders: list[tuple[Path, str, Path | None]] = []
         for e in every:
             if e.name.startswith("."):
                 continue
             link = e.is_symlink()
             if _is_dir(e):
                 if link:
-                    tree.folder_links.append(Path(e.path))
+                    tree.folder_links.append(folder / e.name)
                 else:
-                    folders.append((e.path, f"{prefix}{e.name}/"))
+                    subfolders.append((folder / e.name, f"{prefix}{e.name}/", folder))
             else:
                 regular = not link and e.is_file(follow_symlinks=False)
-                tree.entries.append(_Entry(Path(e.path), prefix + e.name, link, regular))
-        stack.extend(reversed(folders))
+                tree.entries.append(_Entry(folder / e.name, prefix + e.name, link, regular))
+        stack.extend(reversed(subfolders))
     return tree
+
+
+def _cannot_list(exc: OSError) -> str:
+    return f"cannot list folder ({exc.strerror or type(exc).__name__})"
 
 
 def _link_target(path: Path, root: Path) -> tuple[Path, str] | str:
@@ -227,10 +247,12 @@ def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclR
     result = Discovery()
     seen: set[Path] = set()
     no_acl: list[str] = []
-    given_paths = [(given, _resolve_given(given)) for given in paths]
-    for _, resolved in given_paths:  # every root first: the outermost one bounds the lookup, whatever the order
+    acl.folders = result.folders
+    given_paths = [_resolve_given(given) for given in paths]
+    for resolved in given_paths:  # every root first: the outermost one bounds the lookup, whatever the order
         acl.add_root(resolved.parent if resolved.is_file() else resolved)
-    for _, resolved in given_paths:
+    for resolved in given_paths:
+        _hold_down_to(resolved.parent if resolved.is_file() else resolved, acl, result.folders)
         root, candidates = _candidates(resolved, acl, result)
         for entry in candidates:
             _admit(entry, root, filters=filters, shard=shard, acl=acl, seen=seen, result=result, no_acl=no_acl)
@@ -277,7 +299,13 @@ def _admit(
         if isinstance(found, Broken):
             result.rejected.append((str(path), withheld(found)))
         elif found is not None:
-            result.files.append(SourceFile(root, path, rel, acl_groups=found.groups, acl_origin=found.origin))
+            held = result.folders.fd(path.parent)  # a link's target folder is walked too (real, in the root)
+            if held is None:
+                result.rejected.append((str(path), "its folder could not be opened"))
+                return
+            result.files.append(
+                SourceFile(root, path, rel, acl_groups=found.groups, acl_origin=found.origin, dir_fd=held)
+            )
         elif never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
             result.skipped.append((str(path), unsupported(suffix_of(path))))
         else:
@@ -289,6 +317,16 @@ def withheld(broken: Broken) -> str:
         f"not indexed: the ACL file that governs it ({broken.origin}) is refused; "
         "its indexed version is withdrawn until the ACL file is fixed"
     )
+
+
+def _hold_down_to(folder: Path, acl: AclResolver, folders: Folders) -> None:
+    """Holds the folders from the ACL root down to a PATH's folder, so its ACL files are read through them."""
+    top = acl.root_of(folder) or folder
+    try:
+        folders.open_root(top)
+        folders.descend(top, folder)
+    except OSError as exc:
+        raise UsageError(f"cannot open {folder} ({exc.strerror or type(exc).__name__})") from None
 
 
 def _resolve_given(given: Path) -> Path:
@@ -305,7 +343,7 @@ def _candidates(resolved: Path, acl: AclResolver, result: Discovery) -> tuple[Pa
         result.file_roots.append(resolved)
         acl.check_folder(resolved.parent)
         return resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
-    tree = _walk(resolved)
+    tree = _walk(resolved, result.folders)
     result.roots.append(resolved)
     for near in tree.near_misses:
         acl.mark_broken(near, f"looks like an ACL file but is not named {ACL_FILE}: rename or remove it")

@@ -106,7 +106,7 @@ def build_plan(
     for found in discovery.files:
         try:
             # One open for the type, the size and the hash; the read that indexes it checks it is the same file.
-            with open_planned(found.path) as opened:
+            with open_planned(found.path, dir_fd=found.dir_fd) as opened:
                 head = os.read(opened.fd, SNIFF_BYTES)
                 try:
                     kind = kind_for(found.path, head)

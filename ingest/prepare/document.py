@@ -45,7 +45,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     loader = loader_for(src.kind or suffix_of(src.path))  # unsupported types fail before the file is read
     expected = FileIdentity(*planned.identity) if planned.identity is not None else None
     try:
-        with open_planned(src.path, expected) as opened:
+        with open_planned(src.path, expected, src.dir_fd) as opened:
             data = read_all(opened, cfg.limits.max_file_bytes)
     except OSError as exc:
         raise FileRejected(f"cannot read file ({exc.strerror or type(exc).__name__})") from None

@@ -140,7 +140,12 @@ class _Child:
         logs = configured()
         if logs is not None:
             env[LOG_ENV] = ":".join(logs)  # the child's lines share this stderr: the same format
-        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
+        # The folders held since discovery, at the same numbers: the child opens each file relative to
+        # its folder's descriptor, never by a path it would resolve again.
+        held = sorted({d.source.dir_fd for d in docs if d.source.dir_fd is not None})
+        self.proc = subprocess.Popen(  # noqa: S603
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=held
+        )
         stdin, stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
         self.fd = stdout.fileno()
         try:

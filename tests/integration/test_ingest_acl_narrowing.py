@@ -231,14 +231,15 @@ def test_a_folder_that_hides_its_acl_file_withdraws_its_documents(
     write(env.docs / "hr" / "salaries.txt", "The salary of the chief executive is 987654 dollars per year.")
     env.run(groups=None)
     write(env.docs / "canteen.txt", "The canteen opens at noon.")
-    real_lstat = os.lstat
+    real_stat = os.stat
 
-    def denied(path: object, *args: object, **kwargs: object) -> os.stat_result:
-        if Path(str(path)).parent == env.docs / "hr":  # as `chmod 000 hr` does for anyone but root
+    def denied(path: object, *args: object, dir_fd: int | None = None, **kwargs: object) -> os.stat_result:
+        where = Path(f"/proc/self/fd/{dir_fd}").readlink() / str(path) if dir_fd is not None else Path(str(path))
+        if where.parent == env.docs / "hr" and where.name == ACL_FILE:  # as `chmod 000 hr` does for anyone but root
             raise PermissionError(13, "Permission denied", str(path))
-        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, dir_fd=dir_fd, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(acl_module.os, "lstat", denied)
+    monkeypatch.setattr(acl_module.os, "stat", denied)
     report = env.run(groups=None)
     monkeypatch.undo()
     assert not report.ok and report.added == 1

@@ -193,14 +193,15 @@ def test_a_folder_whose_acl_file_cannot_be_looked_up_fails_its_subtree(
     write(tmp_path / ACL_FILE, "public: true\n")
     write(tmp_path / "hr" / "s.txt", "secret")
     write(tmp_path / "pub" / "p.txt", "public")
-    real_lstat = os.lstat
+    real_stat = os.stat
 
-    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
-        if str(path) == str(tmp_path / "hr" / ACL_FILE):
+    def stat(path: object, *args: object, dir_fd: int | None = None, **kwargs: object) -> os.stat_result:
+        where = Path(f"/proc/self/fd/{dir_fd}").readlink() / str(path) if dir_fd is not None else Path(str(path))
+        if where == tmp_path / "hr" / ACL_FILE:  # looked up through the held folder, as discovery does
             raise OSError(errno.ENAMETOOLONG, "File name too long")
-        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, dir_fd=dir_fd, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "stat", stat)
     found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
     assert [f.rel for f in found.files] == ["pub/p.txt"]
     reasons = dict(found.rejected)
