@@ -3,8 +3,8 @@
 ``DOCQUERY_INGEST__PARSE_PROCESS`` picks which files go to the process:
 
 - ``auto`` (default): every format that is parsed (PDF with pypdf, DOCX with
-  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown with
-  DocQuery's own line parser): no parser of untrusted input runs without the
+  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown and
+  reStructuredText with DocQuery's own line parsers): no parser of untrusted input runs without the
   time limit. Plain text (and files sniffed as text) is only decoded, in linear
   time within the size limits, in the caller's thread, because the process costs
   a plain-text corpus time and gives it nothing (docs/benchmarks.md).
@@ -47,7 +47,7 @@ from ingest.prepare.parse_child import (
 
 CHILD_ARGV = (sys.executable, "-m", "ingest.prepare.parse_child")
 ParseMode = Literal["auto", "all", "off"]
-PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown"})
+PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst"})
 _START_TIMEOUT_S = 120.0
 _POLL_S = 0.1
 
