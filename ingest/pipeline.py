@@ -30,6 +30,7 @@ from ingest.model import EXTRA_ACL_ORIGIN, PlannedDoc, UsageError
 from ingest.plan.compare import Plan, build_plan, record_path, stale_acls
 from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import Limits
+from ingest.prepare.secrets import SCAN_VERSION
 from ingest.report.progress import NullProgress, Progress
 from ingest.report.summary import Report
 from ingest.report.terminal import safe
@@ -61,8 +62,9 @@ def chunk_spec(settings: Settings) -> ChunkSpec:
 
 
 def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
-    """Stored with each record: a change of chunking or quarantine policy re-indexes the document."""
-    return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)}"
+    """Stored with each record: a change of chunking, quarantine policy or secret scan re-indexes (and so
+    re-scans) the document."""
+    return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)};secrets={SCAN_VERSION}"
 
 
 def _collection_exists(settings: Settings, name: str) -> bool:

@@ -42,6 +42,7 @@ from ingest.discover.acl import ACL_FILE, AclResolver, Broken, is_near_miss
 from ingest.discover.folders import Folders
 from ingest.model import SourceFile, UsageError
 from ingest.prepare.loaders import never_read, suffix_of, unsupported
+from ingest.prepare.secrets import secret_file
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,8 @@ def _walk(root: Path, folders: Folders) -> _Tree:
         tree.near_misses.extend(folder / e.name for e in every if is_near_miss(e.name))
         subfolders: list[tuple[Path, str, Path | None]] = []
         for e in every:
-            if e.name.startswith("."):
-                continue
+            if e.name.startswith(".") and not (secret_file(e.name) and e.is_file(follow_symlinks=False)):
+                continue  # a dot-file that holds credentials (.env) is listed, to be reported as skipped
             link = e.is_symlink()
             if _is_dir(e):
                 if link:
@@ -290,10 +291,9 @@ def _admit(
     if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
         return
     seen.add(path)
-    if not is_utf8_name(str(path)):
-        result.rejected.append((str(path), NOT_UTF8))
-    elif not (entry.regular or entry.link):
-        result.rejected.append((str(path), "not a regular file"))
+    refused = _refused(path, entry)
+    if refused is not None:
+        (result.skipped if refused[0] else result.rejected).append((str(path), refused[1]))
     else:
         found = acl.resolve(path)
         if isinstance(found, Broken):
@@ -310,6 +310,18 @@ def _admit(
             result.skipped.append((str(path), unsupported(suffix_of(path))))
         else:
             no_acl.append(rel)
+
+
+def _refused(path: Path, entry: _Entry) -> tuple[bool, str] | None:
+    """(skipped rather than failed, why) for a file refused before its ACL is looked at."""
+    credentials = secret_file(path.name)
+    if credentials is not None:  # never opened, whatever its ACL
+        return True, credentials
+    if not is_utf8_name(str(path)):
+        return False, NOT_UTF8
+    if not (entry.regular or entry.link):
+        return False, "not a regular file"
+    return None
 
 
 def withheld(broken: Broken) -> str:

@@ -25,6 +25,7 @@ from ingest.model import (
 )
 from ingest.prepare.loaders import Limits, loader_for, suffix_of
 from ingest.prepare.scan import scan_and_strip
+from ingest.prepare.secrets import scan_secrets
 from ingest.reading import FileIdentity, open_planned, read_all
 
 
@@ -62,6 +63,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     pages: dict[str | None, tuple[frozenset[str], str | None]] = {None: (frozenset(), None)}
     for i, piece in enumerate(pieces):
         found, text = scan_and_strip(piece.text)
+        found |= scan_secrets(text)
         if piece.page not in pages:  # a section's chunks share its page: scanned once
             page_flags, page_text = scan_and_strip(piece.page or "")
             pages[piece.page] = (page_flags, page_text or None)
