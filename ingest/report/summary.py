@@ -41,9 +41,15 @@ class Report:
     acl_previous: list[dict[str, str]] = field(default_factory=list)
     # What decided each discovered document's ACL: its ACL file relative to the ACL root, or the flag.
     acl_from: dict[str, str] = field(default_factory=dict)
+    # Each flagged chunk: its document, heading path (or page), reasons and whether it was quarantined.
+    flagged: list[dict[str, str]] = field(default_factory=list)
 
     def fail(self, path: str, reason: str) -> None:
         self.failed.append({"path": path, "reason": reason})
+
+    def flag(self, path: str, heading: str, reasons: tuple[str, ...], *, quarantined: bool) -> None:
+        action = "quarantined" if quarantined else "flagged"
+        self.flagged.append({"path": path, "heading": heading, "reason": ",".join(reasons), "action": action})
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped.append({"path": path, "reason": reason})
@@ -62,6 +68,7 @@ class Report:
             "skipped": sorted(self.skipped, key=lambda f: f["path"]),
             "acl_previous": sorted(self.acl_previous, key=lambda f: f["path"]),
             "acl_from": dict(sorted(self.acl_from.items())),
+            "flagged": sorted(self.flagged, key=lambda f: (f["path"], f["heading"])),
             "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 3),
             "acl_updated": self.acl_updated,
@@ -102,6 +109,7 @@ class Report:
             lines.extend(f"acl-from {safe(origin)}: {n} document(s)" for origin, n in self._origins())
         lines.extend(f"failed {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
         lines.extend(f"skipped {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.skipped, key=_by_path))
+        lines.extend(_flag_line(f) for f in sorted(self.flagged, key=_by_path))
         lines.extend(f"acl {safe(f['path'])}: {safe(f['action'])}" for f in sorted(self.acl_previous, key=_by_path))
         if self.error:
             lines.append(f"error {safe(self.error)}")
@@ -131,6 +139,8 @@ class Report:
             console.print(f"[red]failed[/red] {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
         for f in sorted(self.skipped, key=_by_path):
             console.print(f"skipped {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
+        for f in sorted(self.flagged, key=_by_path):
+            console.print(escape(_flag_line(f)), highlight=False)
         for f in sorted(self.acl_previous, key=_by_path):
             console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
@@ -147,6 +157,11 @@ class Report:
         for origin in self.acl_from.values():
             counts[origin] = counts.get(origin, 0) + 1
         return sorted(counts.items())
+
+
+def _flag_line(f: dict[str, str]) -> str:
+    where = f" [{safe(f['heading'])}]" if f["heading"] else ""
+    return f"{f['action']} {safe(f['path'])}{where}: {safe(f['reason'])}"
 
 
 def _by_path(entry: dict[str, str]) -> str:

@@ -60,6 +60,12 @@ def test_credentials_are_skipped_or_quarantined_and_never_reported(
     assert not any(AWS_KEY in t for t in _search(env, "aws_access_key_id"))
     assert any("Restart the queue workers" in t for t in _search(env, "queue workers Monday"))
     assert any("AKIAIOSFODNN7EXAMPLE" in t for t in _search(env, "example profile postgres"))
+    # The report names each quarantined chunk: document, heading path, reason; never its text.
+    assert report.as_json()["flagged"] == [
+        {"path": str(env.docs / "ops" / "runbook.md"), "heading": "Runbook > Access", "reason": "secret",
+         "action": "quarantined"}
+    ]  # fmt: skip
+    assert f"quarantined {env.docs / 'ops' / 'runbook.md'} [Runbook > Access]: secret" in report.plain_lines()
     everything = json.dumps(report.as_json()) + "\n".join(report.plain_lines()) + caplog.text
     for value in (AWS_KEY, PASSWORD, KEY_BODY):
         assert value not in everything
