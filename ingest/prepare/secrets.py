@@ -10,7 +10,8 @@ are quarantined with the flag ``secret``.
   keys, cloud access keys, API and bearer tokens, passwords in config-like text, connection strings
   with a password. A value is a placeholder, and stays indexed, when it is a known documentation
   example (``AKIAIOSFODNN7EXAMPLE``), looks templated (``<your-token>``, ``${TOKEN}``, ``{{ x }}``),
-  is a common word or a run of one character, or has too little entropy to be a real secret.
+  is a common word, spells out what it stands for (``foopass``, ``mypasswd``), is a lower-case
+  identifier (``gettoken_function``), or has too little entropy to be a real secret.
 
 Only the flag is kept: no secret value reaches a log, a report or the payload's flags.
 """
@@ -69,7 +70,9 @@ _KNOWN_EXAMPLES = frozenset(
 )
 _PLACEHOLDER_PARTS = ("example", "sample", "placeholder", "changeme", "change_me", "change-me", "dummy",
                       "redacted", "your", "xxxx", "****", "...", "<", ">", "${", "{{", "%(", "$(", "todo", "fixme",
-                      "insert")  # fmt: skip
+                      "insert", "pass", "foo", "secret")  # fmt: skip
+# A lower-case identifier (gettoken_function, scram-sha-256) names a setting or a function, not a secret.
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+")
 _COMMON = frozenset({"password", "passwd", "secret", "pass", "admin", "root", "test", "testing", "foo", "bar",
                      "123456", "12345678", "qwerty", "letmein", "none", "null", "true", "false", "token", "apikey",
                      "api_key", "mypassword", "hunter2", "s3cr3t", "p@ssw0rd", "password1", "password123"})  # fmt: skip
@@ -96,7 +99,7 @@ def is_placeholder(value: str) -> bool:
     lower = value.lower().strip("'\"`")
     if value in _KNOWN_EXAMPLES or "EXAMPLE" in value or lower in _COMMON:
         return True
-    if any(part in lower for part in _PLACEHOLDER_PARTS):
+    if any(part in lower for part in _PLACEHOLDER_PARTS) or _IDENTIFIER.fullmatch(value.strip("'\"`")):
         return True
     return len(lower) < _MIN_LENGTH or entropy(lower) < _MIN_ENTROPY
 
