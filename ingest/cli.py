@@ -58,6 +58,13 @@ def register(sub: Any) -> None:
     acl = p.add_mutually_exclusive_group()
     acl.add_argument("--groups", default=None, help="groups for documents no .docquery-acl.yaml covers (G1,G2)")
     acl.add_argument("--public", action="store_true", help="documents no ACL file covers are public")
+    p.add_argument(
+        "--acl-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="no .docquery-acl.yaml above DIR applies (default DOCQUERY_INGEST__ACL_ROOT, else each PATH)",
+    )
     p.add_argument("--collection", default=None, help="collection to write (default DOCQUERY_QDRANT__COLLECTION)")
     p.add_argument(
         "--include",
@@ -97,6 +104,7 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         dry_run=args.dry_run,
         shard=parse_shard(args.shard),
         strict=args.strict,
+        acl_root=args.acl_root,
     )
 
 

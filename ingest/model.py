@@ -41,6 +41,9 @@ class SourceFile:
     acl_groups: tuple[str, ...]
     acl_origin: str  # the metadata file that gave the ACL, or "--groups"/"--public"
     kind: str = ""  # the loader's suffix (".txt" for sniffed text); "" until the plan decides
+    # The descriptor of the file's folder, held since discovery (ingest.discover.folders): every read
+    # opens the file's name relative to it. None only for a SourceFile built outside discovery.
+    dir_fd: int | None = None
 
     @property
     def cited_as(self) -> str:

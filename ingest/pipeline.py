@@ -25,11 +25,13 @@ from docquery.core.ports import Embedder, IndexAdapter
 from docquery.runtime.preflight import check_data_dir, check_index_free, edge_collection
 from docquery.wiring import build_embedder, build_index
 from ingest.discover.acl import AclResolver
+from ingest.discover.folders import raise_open_files_limit
 from ingest.discover.walk import Discovery, Filters, Shard, discover
 from ingest.model import EXTRA_ACL_ORIGIN, PlannedDoc, UsageError
 from ingest.plan.compare import Plan, build_plan, record_path, stale_acls
 from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import Limits
+from ingest.prepare.secrets import SCAN_VERSION
 from ingest.report.progress import NullProgress, Progress
 from ingest.report.summary import Report
 from ingest.report.terminal import safe
@@ -50,16 +52,30 @@ class IngestOptions:
     dry_run: bool = False
     shard: Shard = field(default_factory=Shard)
     strict: bool = False  # --strict: skipped files (types DocQuery does not read) count as failures
+    acl_root: Path | None = None  # --acl-root; None: ingest.acl_root, else each PATH
 
 
 def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
-    """Stored with each record: a change of chunking or quarantine policy re-indexes the document."""
-    return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)}"
+    """Stored with each record: a change of chunking, quarantine policy or secret scan re-indexes (and so
+    re-scans) the document."""
+    return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)};secrets={SCAN_VERSION}"
 
 
 def _collection_exists(settings: Settings, name: str) -> bool:
     edge = edge_collection(settings, name)
     return edge is None or edge.exists  # a server collection is opened (and created if absent) as usual
+
+
+def _discover(opts: IngestOptions, acl_root: Path | None, report: Report) -> tuple[AclResolver, Discovery]:
+    root = opts.acl_root or acl_root
+    if root is not None and not root.is_dir():
+        raise UsageError(f"ACL root {root} (--acl-root, DOCQUERY_INGEST__ACL_ROOT) is not a folder")
+    resolver = AclResolver(opts.groups, opts.acl_origin, root=root)
+    raise_open_files_limit()  # discovery holds every folder open until the run ends
+    discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
+    _warn_empty_paths(opts, discovery)
+    report.acl_from = {str(f.path): f.acl_origin for f in discovery.files}
+    return resolver, discovery
 
 
 def _warn_empty_paths(opts: IngestOptions, discovery: Discovery) -> None:
@@ -151,9 +167,7 @@ def run_ingest(
     cfg = settings.ingest
     report = Report(dry_run=opts.dry_run, shard=f"{opts.shard.index}/{opts.shard.count}")
     spec = validation.chunk_spec(settings)
-    resolver = AclResolver(opts.groups, opts.acl_origin)
-    discovery: Discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
-    _warn_empty_paths(opts, discovery)
+    resolver, discovery = _discover(opts, cfg.acl_root, report)
     fingerprint = pipeline_fingerprint(spec, cfg.quarantine_flagged)
     collection = opts.collection or settings.qdrant.collection
 
@@ -229,6 +243,7 @@ def run_ingest(
             log.error("ingest stopped early: %s", safe(str(exc)))
     finally:
         report.seconds = time.monotonic() - t0
+        discovery.close()
         if owns_index and index is not None:
             index.close()
     # DEBUG: the report itself is printed once, on stdout (ingest/cli.py); this repeats it for debugging.

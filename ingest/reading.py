@@ -1,14 +1,16 @@
-"""Reading a planned file: the file the plan saw, a regular one, reached by the path it was found at.
+"""Reading a planned file: the file the plan saw, a regular one, in the folder whose ACL was resolved.
 
 Between discovery, the plan and the read, anyone who can write a folder of the corpus can swap a
 file for a symlink (to another folder's document, or to any file the job can read, such as its own
-mounted secrets), for a FIFO (which would block the run), or swap a folder on the path for a link.
-Reading by name would follow all of these, and index what it found under the ACL of the folder the
-file was planned in. So every read opens the path without following a final link and without
-blocking, and then checks the open file itself: a regular file, whose real path (``/proc/self/fd``)
-is the planned path, and, at the read that indexes it, the same file (device and inode) the plan
-hashed, unchanged since. Anything else is refused as a file that changed during the ingest; the next run sees it as
-it is then.
+mounted secrets), for a FIFO (which would block the run), or rename, swap or replace a folder on
+the path. Reading by path would follow all of these, and index what it found under the ACL of the
+folder the file was planned in. So every read opens the file's name relative to its folder's
+descriptor, held since discovery (``ingest.discover.folders``), without following a final link and
+without blocking, and then checks the open file itself: a regular file, still at the planned path
+(``/proc/self/fd``: a folder on the path renamed or swapped since), and, at the read that indexes
+it, the same file (device, inode, ctime) the plan hashed. Anything else is refused as a file that
+changed during the ingest; the next run sees it as it is then. The bytes read always come from the
+folder the ACL was resolved for, whatever is renamed when.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from ingest.model import FileRejected
 
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _PROC_FD = Path("/proc/self/fd")
-CHANGED = "the file changed during the ingest (replaced by a link or another file after it was planned): run again"
+CHANGED = (
+    "the file changed during the ingest (it, or a folder on its path, was replaced, renamed or linked after it "
+    "was found): run again"
+)
 
 
 class FileIdentity(NamedTuple):
@@ -41,12 +46,14 @@ class OpenedFile(NamedTuple):
 
 
 @contextlib.contextmanager
-def open_planned(path: Path, expected: FileIdentity | None = None) -> Iterator[OpenedFile]:
-    """Open ``path`` for reading as described above; raises FileRejected (or OSError from the open)."""
+def open_planned(path: Path, expected: FileIdentity | None = None, dir_fd: int | None = None) -> Iterator[OpenedFile]:
+    """Open ``path`` for reading as described above (its name relative to ``dir_fd``, the folder held since
+    discovery; by path only without one); raises FileRejected (or OSError from the open)."""
     try:
-        fd = os.open(path, _FLAGS)
+        fd = os.open(path.name if dir_fd is not None else path, _FLAGS, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # the planned path is now a symlink
+        # ELOOP: the name is now a symlink; ENOENT in a held folder: the file, or the folder, went since it was found.
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOENT and dir_fd is not None):
             raise FileRejected(CHANGED) from None
         raise
     try:
@@ -55,7 +62,7 @@ def open_planned(path: Path, expected: FileIdentity | None = None) -> Iterator[O
         if not stat.S_ISREG(info.st_mode) or (expected is not None and identity != expected):
             raise FileRejected(CHANGED)
         if _PROC_FD.is_dir() and (_PROC_FD / str(fd)).readlink() != path:
-            raise FileRejected(CHANGED)  # a folder on the path was swapped for a link
+            raise FileRejected(CHANGED)  # a folder on the path was renamed, or swapped for a link
         yield OpenedFile(fd, identity, info.st_size)
     finally:
         os.close(fd)

@@ -346,6 +346,9 @@ class IngestSettings(_Section):
     """A file still parsing (in its own process) after this many seconds fails."""
     progress_interval_s: float = Field(default=10.0, ge=0.0)
     """Seconds between plain progress lines when not on a terminal; 0 = every batch."""
+    acl_root: Path | None = None
+    """Folder above which no `.docquery-acl.yaml` is read (`--acl-root`); unset = each `PATH` given. Set it to
+    the share's root when the share is ingested one subfolder at a time; a `PATH` outside it is exit 2."""
 
 
 class EncryptionSettings(_Section):

@@ -1,6 +1,6 @@
 """ACL labels per folder: a ``.docquery-acl.yaml`` file next to the documents.
 
-Schema (strict; anything else is exit 2 before anything is written)::
+Schema (strict; anything else fails closed, see below)::
 
     # .docquery-acl.yaml
     groups: [staff, hr]      # a non-empty list of group names (GROUP_PATTERN)
@@ -9,12 +9,13 @@ Schema (strict; anything else is exit 2 before anything is written)::
 
 The nearest file wins: a folder's file applies to it and to every subfolder
 until a deeper file overrides it (no merging). Files are looked up from the
-document's real folder upwards, past the ingest root to the file system's root:
-the ``PATH`` a run is given (a subfolder, a symlink to one, a glob's matches)
-never decides which folder files apply (outside review, round 3: a link given
-as ``PATH``, or a subfolder given before its parent, put an HR folder's
-documents under ``--public``). ``--groups`` / ``--public`` on the command line
-is the fallback for documents no file covers.
+document's real folder upwards to the ACL root, and never above it: whoever can
+write above the corpus decides nothing and blocks nothing. The root is each
+``PATH`` (the outermost, where one given path holds another), or the folder
+declared with ``--acl-root`` (``ingest.acl_root``) for a share ingested one
+subfolder at a time; a ``PATH`` that resolves outside a declared root is exit 2.
+``--groups`` / ``--public`` on the command line is the fallback for documents no
+file covers.
 A document with neither is refused before anything is written (exit 2): every
 chunk must carry non-empty ``acl_groups`` or the explicit public label.
 
@@ -23,7 +24,9 @@ folder of an untrusted corpus, so it fails closed: it must be a regular file
 (not a link, folder or FIFO), at most ``MAX_ACL_BYTES``, plain YAML without
 anchors, aliases, tags, merge keys or duplicate keys (the loader refuses them
 while parsing, so an alias bomb costs one event), and a near-miss name such as
-``.docquery-acl.yml`` is an error rather than silently ignored.
+``.docquery-acl.yml`` is refused rather than silently ignored. A refused file
+(``Broken``) fails its own subtree only: the documents it governs are withdrawn
+and reported, and the rest of the run goes on.
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from docquery.core.collection import GROUP_PATTERN, PUBLIC_GROUP, is_valid_group_name
+from ingest.discover.folders import Folders
 from ingest.model import UsageError
 
 ACL_FILE = ".docquery-acl.yaml"
@@ -44,7 +49,7 @@ MAX_ACL_BYTES = 16 * 1024
 _MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
 # A near-miss name is the ACL file's name spelled otherwise: these once case, compatibility forms,
 # punctuation and the suffixes below are folded away. A document that only mentions it ("DocQuery ACL
-# guide.md") is not one: it stopped every run (outside review, round 3).
+# guide.md") is not one.
 _NEAR_MISS_KEYS = frozenset({"docqueryacl", "docqueryacls"})
 _NEAR_MISS_SUFFIXES = (".yaml", ".yml", ".json", ".bak", ".old", ".orig", ".swp", ".tmp", ".txt", "~")
 _KIND_NAMES = {"NoneType": "null", "int": "a number", "float": "a number", "bool": "a boolean", "list": "a list"}
@@ -138,10 +143,12 @@ def is_near_miss(name: str) -> bool:
     return "".join(ch for ch in folded if ch.isalnum()) in _NEAR_MISS_KEYS
 
 
-def read_acl_file(path: Path) -> tuple[str, ...]:
-    """Raises UsageError naming ``path`` and the problem."""
+def read_acl_file(path: Path, dir_fd: int | None = None) -> tuple[str, ...]:
+    """Raises UsageError naming ``path`` and the problem. With ``dir_fd`` (the folder's descriptor held
+    since discovery) the file is looked up in that folder, not by its path."""
+    where = path.name if dir_fd is not None else path
     try:
-        info = path.lstat()
+        info = os.stat(where, dir_fd=dir_fd, follow_symlinks=False)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ACL file ({exc.strerror or type(exc).__name__})") from None
     if not stat.S_ISREG(info.st_mode):
@@ -150,8 +157,10 @@ def read_acl_file(path: Path) -> tuple[str, ...]:
     if info.st_size > MAX_ACL_BYTES:
         raise UsageError(f"{path}: ACL file is larger than {MAX_ACL_BYTES} bytes")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise OSError("swapped")
             raw = fh.read(MAX_ACL_BYTES + 1)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
@@ -186,17 +195,20 @@ def acl_from_document(doc: Any, origin: str) -> tuple[str, ...]:
     return normalise_groups(groups, origin)
 
 
-def _has_entry(candidate: Path) -> bool:
+def _has_entry(candidate: Path, dir_fd: int | None = None) -> bool:
     """Whether anything stands at ``candidate``. Only "no such entry" is no: a folder that cannot be
     read hides whether it has an ACL file, and taking that for "none" would give its documents the
-    ACL of the folder above (outside review, F2), so it stops the run instead."""
+    ACL of the folder above, so that folder is broken (``Broken``) instead."""
     try:
-        os.lstat(candidate)
+        if dir_fd is None:
+            os.lstat(candidate)
+        else:
+            os.stat(candidate.name, dir_fd=dir_fd, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
         # ENAMETOOLONG too: a file with a shorter name than ACL_FILE in the same folder can still be
-        # read (outside review, round 3), so a name too long to look up is "cannot tell" as well.
+        # read, so a name too long to look up is "cannot tell" as well.
         raise UsageError(
             f"cannot tell whether {candidate.parent} has an ACL file ({exc.strerror or type(exc).__name__}): "
             "make the folder readable by the ingest, or --exclude it"
@@ -204,57 +216,140 @@ def _has_entry(candidate: Path) -> bool:
     return True
 
 
-class AclResolver:
-    """Resolves a file's ACL from folder files (nearest wins) or the CLI fallback. Caches per folder."""
+@dataclass(frozen=True)
+class Found:
+    """The ACL that applies to a folder, and what decided it: the ACL file's path relative to the
+    ACL root, or the command-line flag."""
 
-    def __init__(self, fallback: tuple[str, ...] | None, fallback_origin: str) -> None:
+    groups: tuple[str, ...]
+    origin: str
+
+
+@dataclass(frozen=True)
+class Broken:
+    """The nearest ACL file of a folder is invalid (or cannot be looked up): its subtree fails closed.
+    ``origin`` is the file's path relative to the ACL root; ``reason`` says what is wrong with ``file``."""
+
+    origin: str
+    reason: str
+    file: Path
+
+
+Resolution = Found | Broken
+
+
+def under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+class AclResolver:
+    """Resolves a file's ACL from folder files (nearest wins, never above the ACL root) or the CLI
+    fallback. Caches per folder.
+
+    The ACL root is ``root`` when one is declared (``--acl-root``), else each ``PATH`` (a file's
+    folder for a file), the outermost one where a given path lies inside another, so the order the
+    paths are given in never changes an ACL. Files above the root are never looked at."""
+
+    def __init__(self, fallback: tuple[str, ...] | None, fallback_origin: str, root: Path | None = None) -> None:
         self._fallback = fallback
         self._fallback_origin = fallback_origin
-        self._cache: dict[Path, tuple[tuple[str, ...], str] | None] = {}
-        self._files: dict[Path, tuple[str, ...]] = {}  # each ACL file is read and checked once
+        self.declared = root.resolve() if root is not None else None
+        self._roots: list[Path] = [] if self.declared is None else [self.declared]
+        self._cache: dict[Path, Resolution | None] = {}
+        self._files: dict[Path, Resolution] = {}  # each ACL file is read and checked once
+        self.broken: dict[Path, Broken] = {}  # folder -> why its own ACL file is refused
+        # The run's held folders (discovery sets them): ACL files are read through them, not by path.
+        self.folders: Folders | None = None
 
-    def _read(self, candidate: Path) -> tuple[str, ...]:
+    def _fd(self, folder: Path) -> int | None:
+        return None if self.folders is None else self.folders.fd(folder)
+
+    def add_root(self, folder: Path) -> None:
+        """A resolved PATH's folder. Raises UsageError for one outside the declared root."""
+        if self.declared is not None:
+            if not under(folder, self.declared):
+                raise UsageError(
+                    f"{folder} is outside the ACL root {self.declared} (--acl-root, DOCQUERY_INGEST__ACL_ROOT): "
+                    "give a path inside it, or declare a root that contains it"
+                )
+            return
+        if not any(under(folder, r) for r in self._roots):
+            self._roots = [r for r in self._roots if not under(r, folder)] + [folder]
+            self._cache.clear()
+
+    def root_of(self, folder: Path) -> Path | None:
+        """The ACL root that bounds the lookup from ``folder`` (a real path)."""
+        return next((r for r in self._roots if under(folder, r)), None)
+
+    def mark_broken(self, file: Path, reason: str) -> None:
+        """``file``'s folder fails closed (``file`` is a near-miss ACL file name, for example)."""
+        folder = file.parent
+        root = self.root_of(folder) or folder
+        self.broken[folder] = Broken(file.relative_to(root).as_posix(), reason, file)
+        self._cache.clear()
+
+    def _own(self, folder: Path, root: Path) -> Resolution | None:
+        """The folder's own ACL file: found, broken, or None when it has none."""
+        if folder in self.broken:
+            return self.broken[folder]
+        candidate = folder / ACL_FILE
+        origin = candidate.relative_to(root).as_posix()
+        dir_fd = self._fd(folder)
+        try:
+            present = _has_entry(candidate, dir_fd)  # any kind of entry under that name is checked, never ignored
+        except UsageError as exc:
+            self.broken[folder] = Broken(origin, str(exc), folder)
+            return self.broken[folder]
+        if not present:
+            return None
         if candidate not in self._files:
-            self._files[candidate] = read_acl_file(candidate)
-        return self._files[candidate]
+            try:
+                self._files[candidate] = Found(read_acl_file(candidate, dir_fd), origin)
+            except UsageError as exc:
+                self._files[candidate] = Broken(origin, str(exc).removeprefix(f"{candidate}: "), candidate)
+        found = self._files[candidate]
+        if isinstance(found, Broken):
+            self.broken[folder] = found
+        return found
 
-    def _folder(self, folder: Path) -> tuple[tuple[str, ...], str] | None:
-        """The nearest ACL file from ``folder`` (a real path) upwards. Iterative: a tree may be thousands deep."""
+    def _folder(self, folder: Path) -> Resolution | None:
+        """The nearest ACL file from ``folder`` (a real path) up to its ACL root. Iterative: a tree
+        may be thousands deep."""
+        root = self.root_of(folder)
+        if root is None:
+            return None
         chain: list[Path] = []
-        found: tuple[tuple[str, ...], str] | None = None
-        at: Path | None = folder
-        while at is not None:
+        found: Resolution | None = None
+        at = folder
+        while True:
             if at in self._cache:
                 found = self._cache[at]
                 break
             chain.append(at)
-            candidate = at / ACL_FILE
-            if _has_entry(candidate):  # any kind of entry under that name is checked, never ignored
-                found = (self._read(candidate), str(candidate))
+            found = self._own(at, root)
+            if found is not None or at == root:
                 break
-            at = None if at.parent == at else at.parent
+            at = at.parent
         for visited in chain:
             self._cache[visited] = found
         return found
 
     def check_folder(self, folder: Path) -> None:
-        """Validates the ACL file of ``folder`` if it has one (raises UsageError).
-
-        A folder that cannot be looked into is not judged here: the walk reports it (its files are
-        not found), and a document whose ACL depends on it stops the run in ``resolve``."""
-        candidate = folder / ACL_FILE
+        """Reads and checks the ACL file of ``folder`` if it has one; a refused one is kept in ``broken``."""
+        root = self.root_of(folder)
         try:
-            present = _has_entry(candidate)
+            present = root is not None and _has_entry(folder / ACL_FILE, self._fd(folder))
         except UsageError:
-            return
-        if present:
-            self._read(candidate)
+            return  # cannot look into it: the walk reports the folder, and a document that needs it fails
+        if present and root is not None:
+            self._own(folder, root)
 
-    def resolve(self, path: Path) -> tuple[tuple[str, ...], str] | None:
-        """The ACL of the file at the real path ``path``: the nearest folder file, else the fallback."""
+    def resolve(self, path: Path) -> Resolution | None:
+        """The ACL of the file at the real path ``path``: the nearest folder file up to the ACL root
+        (or the broken one that stops it), else the fallback, else None."""
         found = self._folder(path.parent)
         if found is not None:
             return found
         if self._fallback is not None:
-            return self._fallback, self._fallback_origin
+            return Found(self._fallback, self._fallback_origin)
         return None

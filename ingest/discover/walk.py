@@ -4,8 +4,8 @@
   explicit stack (threat: a few thousand nested folders must not exhaust Python's
   recursion limit); symlinked folders are not followed (reported as skipped), and
   dot-files and dot-folders (``.git``, the ACL file itself) are skipped. Every ACL
-  file in the tree is validated, and a near-miss name (``.docquery-acl.yml``) is an
-  error.
+  file in the tree is validated; a refused one, or a near-miss name
+  (``.docquery-acl.yml``), fails its own subtree (its documents are rejected).
 * A folder that cannot be listed (permission denied, path too long, I/O error) is a
   failure naming the folder, never a silent skip: its files and its ACL file are
   unknown (threat: files lost without a trace, or an ACL file never checked).
@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -37,9 +38,11 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from ingest.discover.acl import ACL_FILE, AclResolver, is_near_miss
+from ingest.discover.acl import ACL_FILE, AclResolver, Broken, is_near_miss
+from ingest.discover.folders import Folders
 from ingest.model import SourceFile, UsageError
 from ingest.prepare.loaders import never_read, suffix_of, unsupported
+from ingest.prepare.secrets import secret_file
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ class Discovery:
     # Folders that could not be listed (also in ``rejected``): what is under them is unknown,
     # so a document indexed there is neither missing nor known to keep its ACL.
     unlisted: list[Path] = field(default_factory=list)
+    # Every folder walked, held open until the run ends (``close``): the reads go through them.
+    folders: Folders = field(default_factory=Folders)
+
+    def close(self) -> None:
+        self.folders.close()
 
 
 @dataclass(frozen=True)
@@ -160,40 +168,53 @@ class _Tree:
     unlisted: list[tuple[Path, str]] = field(default_factory=list)  # (folder, reason)
 
 
-def _walk(root: Path) -> _Tree:
+def _walk(root: Path, folders: Folders) -> _Tree:
     """A folder's files (sorted), then its subfolders depth-first (sorted). Each entry's type
     comes from ``os.scandir``, so only symlinks cost a ``resolve``: every folder reached is real
     (``root`` is resolved and folder links are not followed), and so is every non-link path in it.
+    Every folder is listed through its descriptor, opened from its parent's and held (``Folders``).
 
     Iterative: the stack holds the folders still to list, the next one on top, so the order is
     the recursive pre-order (a folder's subfolders are pushed in reverse)."""
     tree = _Tree()
-    stack: list[tuple[str, str]] = [(str(root), "")]  # (folder, its path relative to root + "/")
+    # (folder, its path relative to root + "/", its parent: None for the root, which is held already)
+    stack: list[tuple[Path, str, Path | None]] = [(root, "", None)]
     while stack:
-        folder, prefix = stack.pop()
+        folder, prefix, parent = stack.pop()
         try:
-            with os.scandir(folder) as listing:
+            fd = folders.open_child(parent, folder.name) if parent is not None else folders.open_root(root)
+        except OSError as exc:
+            swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)  # a link or a file since its parent was listed
+            why = "changed during the ingest (replaced by a link): run again" if swapped else _cannot_list(exc)
+            tree.unlisted.append((folder, why))
+            continue
+        try:
+            with os.scandir(fd) as listing:
                 every = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            tree.unlisted.append((Path(folder), f"cannot list folder ({exc.strerror or type(exc).__name__})"))
+            tree.unlisted.append((folder, _cannot_list(exc)))
             continue
-        tree.folders.append(Path(folder))
-        tree.near_misses.extend(Path(e.path) for e in every if is_near_miss(e.name))
-        folders: list[tuple[str, str]] = []
+        tree.folders.append(folder)
+        tree.near_misses.extend(folder / e.name for e in every if is_near_miss(e.name))
+        subfolders: list[tuple[Path, str, Path | None]] = []
         for e in every:
-            if e.name.startswith("."):
-                continue
+            if e.name.startswith(".") and not (secret_file(e.name) and e.is_file(follow_symlinks=False)):
+                continue  # a dot-file that holds credentials (.env) is listed, to be reported as skipped
             link = e.is_symlink()
             if _is_dir(e):
                 if link:
-                    tree.folder_links.append(Path(e.path))
+                    tree.folder_links.append(folder / e.name)
                 else:
-                    folders.append((e.path, f"{prefix}{e.name}/"))
+                    subfolders.append((folder / e.name, f"{prefix}{e.name}/", folder))
             else:
                 regular = not link and e.is_file(follow_symlinks=False)
-                tree.entries.append(_Entry(Path(e.path), prefix + e.name, link, regular))
-        stack.extend(reversed(folders))
+                tree.entries.append(_Entry(folder / e.name, prefix + e.name, link, regular))
+        stack.extend(reversed(subfolders))
     return tree
+
+
+def _cannot_list(exc: OSError) -> str:
+    return f"cannot list folder ({exc.strerror or type(exc).__name__})"
 
 
 def _link_target(path: Path, root: Path) -> tuple[Path, str] | str:
@@ -222,66 +243,122 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def discover(paths: Sequence[Path], *, filters: Filters, shard: Shard, acl: AclResolver) -> Discovery:
-    """Raises UsageError for a missing path, a bad or near-miss ACL file, or a file with no ACL
-    (nothing is written then)."""
+    """Raises UsageError for a missing path, a path outside the declared ACL root, or a file with no
+    ACL (nothing is written then). A broken ACL file fails its own subtree: its documents are rejected."""
     result = Discovery()
     seen: set[Path] = set()
     no_acl: list[str] = []
-    for given in paths:
-        root, candidates = _candidates(given, acl, result)
+    acl.folders = result.folders
+    given_paths = [_resolve_given(given) for given in paths]
+    for resolved in given_paths:  # every root first: the outermost one bounds the lookup, whatever the order
+        acl.add_root(resolved.parent if resolved.is_file() else resolved)
+    for resolved in given_paths:
+        _hold_down_to(resolved.parent if resolved.is_file() else resolved, acl, result.folders)
+        root, candidates = _candidates(resolved, acl, result)
         for entry in candidates:
-            path, rel = entry.path, entry.rel
-            if entry.link:
-                target = _link_target(path, root)
-                if isinstance(target, str):
-                    if filters.accepts(rel) and shard.owns(rel):
-                        result.rejected.append((str(path), target))
-                    continue
-                path, rel = target  # from here on the link is its target: same rel, shard and ACL
-            if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
-                continue
-            seen.add(path)
-            if not is_utf8_name(str(path)):
-                result.rejected.append((str(path), NOT_UTF8))
-                continue
-            if not (entry.regular or entry.link):
-                result.rejected.append((str(path), "not a regular file"))
-                continue
-            found = acl.resolve(path)
-            if found is None:
-                if never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
-                    result.skipped.append((str(path), unsupported(suffix_of(path))))
-                else:
-                    no_acl.append(rel)
-                continue
-            result.files.append(SourceFile(root=root, path=path, rel=rel, acl_groups=found[0], acl_origin=found[1]))
+            _admit(entry, root, filters=filters, shard=shard, acl=acl, seen=seen, result=result, no_acl=no_acl)
     if no_acl:
         shown = ", ".join(no_acl[:5]) + (f" and {len(no_acl) - 5} more" if len(no_acl) > 5 else "")
         raise UsageError(
             f"no ACL for {len(no_acl)} file(s) ({shown}): pass --groups or --public, "
             f"or put a {ACL_FILE} in their folder"
         )
+    # Each refused ACL file once, with what is wrong with it: whatever the filters or shard.
+    result.rejected.extend((str(b.file), b.reason) for b in acl.broken.values())
     return result
 
 
-def _candidates(given: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
-    """(root, entries) for one PATH; checks every ACL file under it and records its roots."""
+def _admit(
+    entry: _Entry,
+    root: Path,
+    *,
+    filters: Filters,
+    shard: Shard,
+    acl: AclResolver,
+    seen: set[Path],
+    result: Discovery,
+    no_acl: list[str],
+) -> None:
+    """One walked entry: a document with its ACL, a refusal, a skip, or nothing (filtered out)."""
+    path, rel = entry.path, entry.rel
+    if entry.link:
+        target = _link_target(path, root)
+        if isinstance(target, str):
+            if filters.accepts(rel) and shard.owns(rel):
+                result.rejected.append((str(path), target))
+            return
+        path, rel = target  # from here on the link is its target: same rel, shard and ACL
+    if not filters.accepts(rel) or not shard.owns(rel) or path in seen:
+        return
+    seen.add(path)
+    refused = _refused(path, entry)
+    if refused is not None:
+        (result.skipped if refused[0] else result.rejected).append((str(path), refused[1]))
+    else:
+        found = acl.resolve(path)
+        if isinstance(found, Broken):
+            result.rejected.append((str(path), withheld(found)))
+        elif found is not None:
+            held = result.folders.fd(path.parent)  # a link's target folder is walked too (real, in the root)
+            if held is None:
+                result.rejected.append((str(path), "its folder could not be opened"))
+                return
+            result.files.append(
+                SourceFile(root, path, rel, acl_groups=found.groups, acl_origin=found.origin, dir_fd=held)
+            )
+        elif never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
+            result.skipped.append((str(path), unsupported(suffix_of(path))))
+        else:
+            no_acl.append(rel)
+
+
+def _refused(path: Path, entry: _Entry) -> tuple[bool, str] | None:
+    """(skipped rather than failed, why) for a file refused before its ACL is looked at."""
+    credentials = secret_file(path.name)
+    if credentials is not None:  # never opened, whatever its ACL
+        return True, credentials
+    if not is_utf8_name(str(path)):
+        return False, NOT_UTF8
+    if not (entry.regular or entry.link):
+        return False, "not a regular file"
+    return None
+
+
+def withheld(broken: Broken) -> str:
+    return (
+        f"not indexed: the ACL file that governs it ({broken.origin}) is refused; "
+        "its indexed version is withdrawn until the ACL file is fixed"
+    )
+
+
+def _hold_down_to(folder: Path, acl: AclResolver, folders: Folders) -> None:
+    """Holds the folders from the ACL root down to a PATH's folder, so its ACL files are read through them."""
+    top = acl.root_of(folder) or folder
+    try:
+        folders.open_root(top)
+        folders.descend(top, folder)
+    except OSError as exc:
+        raise UsageError(f"cannot open {folder} ({exc.strerror or type(exc).__name__})") from None
+
+
+def _resolve_given(given: Path) -> Path:
     if not given.exists():
         if os.path.lexists(given):
             raise UsageError(f"path is a dangling symlink or a symlink loop: {given}")
         raise UsageError(f"path not found: {given}")
-    resolved = given.resolve()
+    return given.resolve()
+
+
+def _candidates(resolved: Path, acl: AclResolver, result: Discovery) -> tuple[Path, list[_Entry]]:
+    """(root, entries) for one resolved PATH; checks every ACL file under it and records its roots."""
     if resolved.is_file():
         result.file_roots.append(resolved)
         acl.check_folder(resolved.parent)
         return resolved.parent, [_Entry(resolved, resolved.name, link=False, regular=True)]
-    tree = _walk(resolved)
+    tree = _walk(resolved, result.folders)
     result.roots.append(resolved)
-    if tree.near_misses:
-        raise UsageError(
-            f"{tree.near_misses[0]}: looks like an ACL file but is not named {ACL_FILE}; "
-            "rename or remove it (it would be ignored)"
-        )
+    for near in tree.near_misses:
+        acl.mark_broken(near, f"looks like an ACL file but is not named {ACL_FILE}: rename or remove it")
     for folder in tree.folders:  # every ACL file in the tree, whatever the filters or shard
         acl.check_folder(folder)
     # Whatever the filters or shard: the folder's files and its ACL file are unknown to every run.

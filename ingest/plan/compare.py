@@ -29,7 +29,7 @@ from pathlib import Path
 
 from docquery.core.collection import PUBLIC_GROUP, document_id
 from docquery.core.domain import DocumentRecord
-from ingest.discover.acl import AclResolver
+from ingest.discover.acl import AclResolver, Broken, Found, Resolution
 from ingest.discover.walk import Discovery, Filters, Shard
 from ingest.model import EXTRA_PATH, EXTRA_PIPELINE, FileRejected, PlannedDoc, SourceFile
 from ingest.prepare.loaders import SNIFF_BYTES, kind_for, precheck
@@ -45,6 +45,7 @@ def sha256_rest(opened: OpenedFile, head: bytes) -> str:
 
 
 WITHDRAWN = "withdrawn (no ACL applies to its location now)"
+WITHDRAWN_BROKEN = "withdrawn (the ACL file that governs its location is refused)"
 APPLIED = "current ACL applied to the indexed version"
 
 
@@ -55,10 +56,13 @@ class StaleAcl:
     record: DocumentRecord
     acl_groups: tuple[str, ...] | None  # None: no ACL applies any more, so it is withdrawn
     acl_origin: str = ""
+    broken: bool = False  # withdrawn because its governing ACL file is refused
 
     @property
     def action(self) -> str:
-        return WITHDRAWN if self.acl_groups is None else APPLIED
+        if self.acl_groups is None:
+            return WITHDRAWN_BROKEN if self.broken else WITHDRAWN
+        return APPLIED
 
 
 @dataclass
@@ -100,7 +104,7 @@ def build_plan(
     for found in discovery.files:
         try:
             # One open for the type, the size and the hash; the read that indexes it checks it is the same file.
-            with open_planned(found.path) as opened:
+            with open_planned(found.path, dir_fd=found.dir_fd) as opened:
                 head = os.read(opened.fd, SNIFF_BYTES)
                 try:
                     kind = kind_for(found.path, head)
@@ -170,21 +174,21 @@ def stale_acls(
             continue
         if record.doc_id in updating:
             src = updating[record.doc_id]
-            current: tuple[tuple[str, ...], str] | None = (src.acl_groups, src.acl_origin)
+            current: Resolution | None = Found(src.acl_groups, src.acl_origin)
         else:
             path = record_path(record)
             scope = _scope(path, discovery)
             if scope is None or not filters.accepts(scope[1]) or not shard.owns(scope[1]):
                 continue  # outside this run: another run (root, shard) owns it
             current = resolver.resolve(path)
-        if current is None:
-            out.append(StaleAcl(record, None))
+        if current is None or isinstance(current, Broken):
+            out.append(StaleAcl(record, None, broken=current is not None))
             continue
-        groups = no_wider(tuple(record.acl_groups), current[0])
+        groups = no_wider(tuple(record.acl_groups), current.groups)
         if groups is None:
             out.append(StaleAcl(record, None))
         elif tuple(record.acl_groups) != groups:
-            out.append(StaleAcl(record, groups, current[1]))
+            out.append(StaleAcl(record, groups, current.origin))
     return sorted(out, key=lambda s: str(record_path(s.record)))
 
 

@@ -25,6 +25,7 @@ from ingest.model import (
 )
 from ingest.prepare.loaders import Limits, loader_for, suffix_of
 from ingest.prepare.scan import scan_and_strip
+from ingest.prepare.secrets import scan_secrets
 from ingest.reading import FileIdentity, open_planned, read_all
 
 
@@ -45,7 +46,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     loader = loader_for(src.kind or suffix_of(src.path))  # unsupported types fail before the file is read
     expected = FileIdentity(*planned.identity) if planned.identity is not None else None
     try:
-        with open_planned(src.path, expected) as opened:
+        with open_planned(src.path, expected, src.dir_fd) as opened:
             data = read_all(opened, cfg.limits.max_file_bytes)
     except OSError as exc:
         raise FileRejected(f"cannot read file ({exc.strerror or type(exc).__name__})") from None
@@ -62,6 +63,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     pages: dict[str | None, tuple[frozenset[str], str | None]] = {None: (frozenset(), None)}
     for i, piece in enumerate(pieces):
         found, text = scan_and_strip(piece.text)
+        found |= scan_secrets(text)
         if piece.page not in pages:  # a section's chunks share its page: scanned once
             page_flags, page_text = scan_and_strip(piece.page or "")
             pages[piece.page] = (page_flags, page_text or None)

@@ -3,8 +3,8 @@
 ``DOCQUERY_INGEST__PARSE_PROCESS`` picks which files go to the process:
 
 - ``auto`` (default): every format that is parsed (PDF with pypdf, DOCX with
-  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown with
-  DocQuery's own line parser): no parser of untrusted input runs without the
+  python-docx and lxml, HTML with BeautifulSoup and lxml, Markdown and
+  reStructuredText with DocQuery's own line parsers): no parser of untrusted input runs without the
   time limit. Plain text (and files sniffed as text) is only decoded, in linear
   time within the size limits, in the caller's thread, because the process costs
   a plain-text corpus time and gives it nothing (docs/benchmarks.md).
@@ -47,7 +47,7 @@ from ingest.prepare.parse_child import (
 
 CHILD_ARGV = (sys.executable, "-m", "ingest.prepare.parse_child")
 ParseMode = Literal["auto", "all", "off"]
-PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown"})
+PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst"})
 _START_TIMEOUT_S = 120.0
 _POLL_S = 0.1
 
@@ -140,7 +140,12 @@ class _Child:
         logs = configured()
         if logs is not None:
             env[LOG_ENV] = ":".join(logs)  # the child's lines share this stderr: the same format
-        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
+        # The folders held since discovery, at the same numbers: the child opens each file relative to
+        # its folder's descriptor, never by a path it would resolve again.
+        held = sorted({d.source.dir_fd for d in docs if d.source.dir_fd is not None})
+        self.proc = subprocess.Popen(  # noqa: S603
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=held
+        )
         stdin, stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
         self.fd = stdout.fileno()
         try:

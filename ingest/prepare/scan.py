@@ -37,12 +37,16 @@ ZERO_WIDTH = "zero_width"
 # What addresses the model: one case-insensitive alternation. On the ingest path the whole scan costs
 # under 1 % of the CPU of embedding the same text (docs/benchmarks.md, "Design notes moved from the code").
 _PATTERNS: list[str] = [
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
+    r"\b(?:ignore|disregard|forget)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
     r"all|any|your|the|system)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
+    # Documentation overrides "the default rules" and "the client certificate prompt" all the time.
+    r"\b(?:override|bypass)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
+    r"all|any|your|system|safety)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
     r"\bnew\s+(?:system\s+)?instructions?\s*:",
     r"\byou\s+are\s+now",
     r"\bfrom\s+now\s+on,?\s+you",
-    r"\bpretend\s+(?:to\s+be|you\s+are)",
+    r"\bpretend\s+(?:(?:that\s+)?you\s+are|to\s+be\s+(?:an?\s+)?(?:unrestricted|jailbroken|evil|dan\b|different|"
+    r"(?:ai|assistant|model|chatbot|llm|human|developer|admin)\b))",
     r"\bact\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken|different|dan\b)",
     r"\b(?:reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}?\b(?:system\s+prompt|your\s+(?:instructions|prompt|"
     r"rules)|hidden\s+instructions)\b",

@@ -41,9 +41,17 @@ class Report:
     skipped: list[dict[str, str]] = field(default_factory=list)
     # Indexed documents not re-indexed this run whose ACL changed: what was done to their chunks.
     acl_previous: list[dict[str, str]] = field(default_factory=list)
+    # What decided each discovered document's ACL: its ACL file relative to the ACL root, or the flag.
+    acl_from: dict[str, str] = field(default_factory=dict)
+    # Each flagged chunk: its document, heading path (or page), reasons and whether it was quarantined.
+    flagged: list[dict[str, str]] = field(default_factory=list)
 
     def fail(self, path: str, reason: str) -> None:
         self.failed.append({"path": path, "reason": reason})
+
+    def flag(self, path: str, heading: str, reasons: tuple[str, ...], *, quarantined: bool) -> None:
+        action = "quarantined" if quarantined else "flagged"
+        self.flagged.append({"path": path, "heading": heading, "reason": ",".join(reasons), "action": action})
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped.append({"path": path, "reason": reason})
@@ -61,6 +69,8 @@ class Report:
             "failed": sorted(self.failed, key=lambda f: f["path"]),
             "skipped": sorted(self.skipped, key=lambda f: f["path"]),
             "acl_previous": sorted(self.acl_previous, key=lambda f: f["path"]),
+            "acl_from": dict(sorted(self.acl_from.items())),
+            "flagged": sorted(self.flagged, key=lambda f: (f["path"], f["heading"])),
             "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 3),
             "acl_updated": self.acl_updated,
@@ -98,9 +108,12 @@ class Report:
         head = "docquery ingest" + (" (dry run, nothing written)" if self.dry_run else "") + ": "
         lines = [head + " ".join(f"{k}={v}" for k, v in self.counts()) + f" seconds={self.seconds:.1f}"]
         for action, paths in (self.plan or {}).items():
-            lines.extend(f"plan {action} {safe(path)}" for path in paths)
+            lines.extend(f"plan {action} {safe(path)}{self._decided(action, path)}" for path in paths)
+        if self.plan is None:
+            lines.extend(f"acl-from {safe(origin)}: {n} document(s)" for origin, n in self._origins())
         lines.extend(f"failed {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
         lines.extend(f"skipped {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.skipped, key=_by_path))
+        lines.extend(_flag_line(f) for f in sorted(self.flagged, key=_by_path))
         lines.extend(f"acl {safe(f['path'])}: {safe(f['action'])}" for f in sorted(self.acl_previous, key=_by_path))
         if self.error:
             lines.append(f"error {safe(self.error)}")
@@ -111,7 +124,9 @@ class Report:
             console.print("[bold]Plan (dry run, nothing written)[/bold]")
             for action, paths in self.plan.items():
                 for path in paths:
-                    console.print(f"  {action:<12} {safe(path)}", markup=False, highlight=False)
+                    console.print(
+                        f"  {action:<12} {safe(path)}{self._decided(action, path)}", markup=False, highlight=False
+                    )
         table = Table(title="docquery ingest" + (" (dry run)" if self.dry_run else ""), show_header=True)
         table.add_column("result")
         table.add_column("count", justify="right")
@@ -121,14 +136,36 @@ class Report:
             table.add_row(name, str(value))
         table.add_row("seconds", f"{self.seconds:.1f}")
         console.print(table)
+        if self.plan is None:
+            for origin, n in self._origins():
+                console.print(f"acl from {escape(safe(origin))}: {n} document(s)", highlight=False)
         for f in sorted(self.failed, key=_by_path):
             console.print(f"[red]failed[/red] {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
         for f in sorted(self.skipped, key=_by_path):
             console.print(f"skipped {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
+        for f in sorted(self.flagged, key=_by_path):
+            console.print(escape(_flag_line(f)), highlight=False)
         for f in sorted(self.acl_previous, key=_by_path):
             console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
             console.print(f"[red]error[/red] {escape(safe(self.error))}", highlight=False)
+
+    def _decided(self, action: str, path: str) -> str:
+        """What decides a planned document's ACL, after its path in the plan."""
+        origin = self.acl_from.get(path) if action in {"add", "update", "acl_update", "unchanged"} else None
+        return "" if origin is None else f" (acl from {safe(origin)})"
+
+    def _origins(self) -> list[tuple[str, int]]:
+        """Each ACL origin with how many documents it decided (the per-document list is in --json)."""
+        counts: dict[str, int] = {}
+        for origin in self.acl_from.values():
+            counts[origin] = counts.get(origin, 0) + 1
+        return sorted(counts.items())
+
+
+def _flag_line(f: dict[str, str]) -> str:
+    where = f" [{safe(f['heading'])}]" if f["heading"] else ""
+    return f"{f['action']} {safe(f['path'])}{where}: {safe(f['reason'])}"
 
 
 def _by_path(entry: dict[str, str]) -> str:

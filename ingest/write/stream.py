@@ -278,6 +278,9 @@ def _count_finished(prep: PreparedDoc, shared: _Shared) -> None:
         report.chunks_flagged += sum(1 for c in prep.chunks if c.flags)
         report.chunks_quarantined += sum(prep.quarantined)
         report.html_whole_body += prep.whole_body
+        for chunk, quarantined in zip(prep.chunks, prep.quarantined, strict=True):
+            if chunk.flags:  # where and why, never the text
+                report.flag(str(prep.planned.source.path), chunk.page or "", chunk.flags, quarantined=quarantined)
         if prep.planned.previous is None:
             report.added += 1
         else:

@@ -29,7 +29,6 @@ from docquery.core.domain import AclFilter, Chunk
 from docquery.core.ports import IndexAdapter
 from docquery.wiring import build_index
 from ingest.discover.acl import ACL_FILE
-from ingest.model import UsageError
 from ingest.pipeline import IngestOptions, run_ingest
 from ingest.plan.compare import APPLIED, WITHDRAWN, no_wider
 from tests.support.fakes import HashEmbedder
@@ -221,26 +220,35 @@ def test_a_folder_gone_with_its_acl_file_never_widens_its_documents(ingest_env: 
     assert _finds(env, "hr", "salary chief executive") == [] and sorted(env.state()) == ["canteen.txt"]
 
 
-def test_a_folder_that_hides_its_acl_file_stops_the_run(ingest_env: IngestEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Outside review F2: a folder the ingest could not look into was taken to have no ACL file."""
+def test_a_folder_that_hides_its_acl_file_withdraws_its_documents(
+    ingest_env: IngestEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder the ingest cannot look into is never taken to have no ACL file: its documents are
+    withdrawn (never relabelled with the parent's ACL), and the rest of the run goes on."""
     env = ingest_env
     write(env.docs / ACL_FILE, "public: true\n")
     write(env.docs / "hr" / ACL_FILE, "groups: [hr]\n")
     write(env.docs / "hr" / "salaries.txt", "The salary of the chief executive is 987654 dollars per year.")
     env.run(groups=None)
-    real_lstat = os.lstat
+    write(env.docs / "canteen.txt", "The canteen opens at noon.")
+    real_stat = os.stat
 
-    def denied(path: object, *args: object, **kwargs: object) -> os.stat_result:
-        if Path(str(path)).parent == env.docs / "hr":  # as `chmod 000 hr` does for anyone but root
+    def denied(path: object, *args: object, dir_fd: int | None = None, **kwargs: object) -> os.stat_result:
+        where = Path(f"/proc/self/fd/{dir_fd}").readlink() / str(path) if dir_fd is not None else Path(str(path))
+        if where.parent == env.docs / "hr" and where.name == ACL_FILE:  # as `chmod 000 hr` does for anyone but root
             raise PermissionError(13, "Permission denied", str(path))
-        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, dir_fd=dir_fd, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(acl_module.os, "lstat", denied)
-    with pytest.raises(UsageError, match=r"cannot tell whether .*hr has an ACL file \(Permission denied\)"):
-        env.run(groups=None)
+    monkeypatch.setattr(acl_module.os, "stat", denied)
+    report = env.run(groups=None)
     monkeypatch.undo()
+    assert not report.ok and report.added == 1
+    reasons = {Path(f["path"]).name: f["reason"] for f in report.failed}
+    assert "is refused" in reasons["salaries.txt"]
+    assert "cannot tell whether" in reasons["hr"] and "(Permission denied)" in reasons["hr"]
     assert _finds(env, "anyone", "salary chief executive") == []
-    assert env.state()["salaries.txt"][3] == ("hr",)
+    assert _finds(env, "hr", "salary chief executive") == []
+    assert sorted(env.state()) == ["canteen.txt"]
 
 
 _LABELS = st.lists(st.sampled_from(["hr", "staff", "eng", PUBLIC_GROUP]), min_size=1, max_size=3, unique=True)

@@ -76,16 +76,17 @@ def test_a_symlink_loop_anywhere_is_a_bad_file_not_a_crash(
     ],
     ids=["dangling-link", "directory", "yaml-booleans", "duplicate-keys", "near-miss-name"],
 )
-def test_a_bad_acl_file_is_exit_2_and_nothing_is_written(
+def test_a_bad_acl_file_fails_its_folder_and_the_rest_is_indexed(
     ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str], make: Any
 ) -> None:
     env = ingest_env
     _hr_and_finance(env.docs)
     make(env.docs)
     rc, out, err = cli(env, capsys, str(env.docs), "--public", "--json")
-    assert rc == 2 and out == "" and "hr/.docquery-acl" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
-    assert env.index.list_documents() == [] and env.index.count_chunks() == 0
+    assert rc == 1 and out["added"] == 1 and "Traceback" not in err
+    failed = {Path(f["path"]).name: f["reason"] for f in out["failed"]}
+    assert "hr/.docquery-acl" in failed["salaries.txt"] and len(failed) == 2
+    assert {Path(r.extra["path"]).name: r.acl_groups for r in env.index.list_documents()} == {"budget.txt": ("staff",)}
 
 
 def _documentation_folder(docs: Path) -> None:
@@ -189,9 +190,10 @@ def test_a_usage_error_naming_a_hostile_path_is_one_escaped_line(
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "secrets")
     bad = tmp_path / "docs\x1b[2J\nforged line"
-    write(bad / ACL_FILE, "groups: [~]\n")
     write(bad / "a.txt", "x")
-    assert cli_run(build_parser().parse_args(["ingest", str(bad)]), settings) == 2
+    (tmp_path / "root").mkdir()
+    argv = ["ingest", str(bad), "--public", "--acl-root", str(tmp_path / "root")]
+    assert cli_run(build_parser().parse_args(argv), settings) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and err.count("\n") == 1 and "\\x1b[2J\\nforged line" in err
 

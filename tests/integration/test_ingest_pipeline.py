@@ -329,14 +329,13 @@ def test_missing_path_exits_2(ingest_env: IngestEnv, capsys: pytest.CaptureFixtu
     assert "path not found: /no/such/path" in capsys.readouterr().err
 
 
-def test_bad_acl_file_exits_2_before_anything_is_written(
-    ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_acl_file_fails_its_folder_and_exits_1(ingest_env: IngestEnv, capsys: pytest.CaptureFixture[str]) -> None:
     env = ingest_env
     write(env.docs / "ok" / "a.md", "# a\n\nbody\n")
     write(env.docs / "zz" / ACL_FILE, "groups: [a]\npublic: true\n")
     write(env.docs / "zz" / "b.md", "# b\n\nbody\n")
     args = build_parser().parse_args(["ingest", str(env.docs), "--groups", "staff"])
-    assert cli_run(args, env.settings, embedder=env.embedder, index=env.index) == 2
-    assert "not both" in capsys.readouterr().err
-    assert env.state() == {}
+    assert cli_run(args, env.settings, embedder=env.embedder, index=env.index) == 1
+    out = capsys.readouterr().out
+    assert f"failed {env.docs / 'zz' / ACL_FILE}: give either 'groups' or 'public: true', not both" in out
+    assert sorted(env.state()) == ["a.md"]

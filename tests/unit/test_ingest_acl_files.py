@@ -4,6 +4,7 @@ plain mappings and lists, bounded parsing, and near-miss names are errors."""
 from __future__ import annotations
 
 import os
+import re
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -129,13 +130,19 @@ NOT_REGULAR: list[Callable[[Path], None]] = [_dangling, _directory, _fifo, _link
 
 
 @pytest.mark.parametrize("make", NOT_REGULAR, ids=[m.__name__ for m in NOT_REGULAR])
-def test_anything_but_a_regular_file_under_the_name_is_exit_2(tmp_path: Path, make: Callable[[Path], None]) -> None:
-    """The review's fail-open: the folder fell back to its parent's ACL (or --public)."""
+def test_anything_but_a_regular_file_under_the_name_fails_its_folder(
+    tmp_path: Path, make: Callable[[Path], None]
+) -> None:
+    """Never a fall back to the parent's ACL (or --public): the folder's documents are withheld."""
     write(tmp_path / ACL_FILE, "groups: [staff]\n")
     write(tmp_path / "secret" / "doc.txt", "x")
+    write(tmp_path / "other.txt", "x")
     make(tmp_path / "secret")
-    with pytest.raises(UsageError, match=r"secret/\.docquery-acl\.yaml: ACL file is (a symlink|not a regular file)"):
-        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
+    assert [(f.rel, f.acl_groups) for f in found.files] == [("other.txt", ("staff",))]
+    reasons = dict(found.rejected)
+    assert re.fullmatch(r"ACL file is (a symlink|not a regular file).*", reasons[str(tmp_path / "secret" / ACL_FILE)])
+    assert "(secret/.docquery-acl.yaml) is refused" in reasons[str(tmp_path / "secret" / "doc.txt")]
 
 
 NEAR_MISSES = [
@@ -158,15 +165,21 @@ NEAR_MISSES = [
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
-def test_near_miss_names_are_exit_2(tmp_path: Path, name: str) -> None:
+def test_near_miss_names_fail_their_folder(tmp_path: Path, name: str) -> None:
     assert is_near_miss(name)
     write(tmp_path / "folder" / name, "groups: [hr]\n")
     write(tmp_path / "folder" / "doc.txt", "x")
-    with pytest.raises(UsageError, match="looks like an ACL file"):
-        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
+    write(tmp_path / "folder" / "sub" / "deep.txt", "x")
+    write(tmp_path / "elsewhere" / "ok.txt", "x")
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
+    assert [f.rel for f in found.files] == ["elsewhere/ok.txt"]
+    reasons = dict(found.rejected)
+    assert reasons[str(tmp_path / "folder" / name)].startswith("looks like an ACL file")
+    for doc in ("doc.txt", "sub/deep.txt"):
+        assert reasons[str(tmp_path / "folder" / doc)].startswith("not indexed: the ACL file that governs it")
 
 
-# Documents that only mention the file: one of them stopped every run (outside review, round 3).
+# Documents that only mention the file are not near misses.
 ORDINARY = [
     ACL_FILE, "acl.yaml", "docquery.yaml", "notes-docquery-acl.txt", "README", "DocQuery ACL guide.md",
     "docquery-acl-howto.txt", "About DocQuery ACLs.pdf", "docquery_acl_design.docx", "DocQueryACLNotes.md",
@@ -184,8 +197,9 @@ def test_every_acl_file_is_checked_even_where_no_file_is_selected(tmp_path: Path
     write(tmp_path / "a.md", "x")
     write(tmp_path / "other" / ACL_FILE, "groups: [NO]\n")
     write(tmp_path / "other" / "b.txt", "x")
-    with pytest.raises(UsageError, match=r"other/\.docquery-acl\.yaml"):
-        discover([tmp_path], filters=Filters(include=("*.md",)), shard=Shard(), acl=AclResolver(None, ""))
+    found = discover([tmp_path], filters=Filters(include=("*.md",)), shard=Shard(), acl=AclResolver(None, ""))
+    assert [f.rel for f in found.files] == ["a.md"]
+    assert [path for path, _ in found.rejected] == [str(tmp_path / "other" / ACL_FILE)]
 
 
 _SCALARS = st.one_of(

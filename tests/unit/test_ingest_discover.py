@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,11 +88,13 @@ def test_acl_nearest_file_wins_and_is_inherited(tmp_path: Path) -> None:
         "pub/c.md": (PUBLIC_GROUP,),
         "other/d.md": ("hr", "staff"),
     }
-    # The PATH given does not bound the lookup: a folder file above it applies, not the fallback.
+    # The PATH given is the ACL root: a folder file above it decides nothing, the fallback applies.
     found = discover([tmp_path / "other"], filters=Filters(), shard=Shard(), acl=AclResolver(("fallback",), "--groups"))
-    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [
-        ("d.md", ("hr", "staff"), str(tmp_path / ACL_FILE))
-    ]
+    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [("d.md", ("fallback",), "--groups")]
+    # A declared root above the PATH: the file there applies, named relative to the root.
+    acl = AclResolver(("fallback",), "--groups", root=tmp_path)
+    found = discover([tmp_path / "other"], filters=Filters(), shard=Shard(), acl=acl)
+    assert [(f.rel, f.acl_groups, f.acl_origin) for f in found.files] == [("d.md", ("hr", "staff"), ACL_FILE)]
 
 
 def _hr_share(tmp_path: Path) -> Path:
@@ -132,37 +135,81 @@ def test_the_path_given_never_changes_a_documents_acl(
     tmp_path: Path, paths: list[str], fallback: tuple[str, ...]
 ) -> None:
     share = _hr_share(tmp_path)
-    found = discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=AclResolver(fallback, "--x"))
+    resolver = AclResolver(fallback, "--x", root=share)
+    found = discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=resolver)
     acl = {f.path.name: (f.acl_groups, f.acl_origin) for f in found.files}
-    hr = (("hr",), str(share / "hr" / ACL_FILE))
+    hr = (("hr",), f"hr/{ACL_FILE}")
     assert {name: acl[name] for name in acl if name != "faq.txt"} == {name: hr for name in acl if name != "faq.txt"}
     assert any(name in acl for name in ("bob.txt", "alice.txt"))
-    assert acl.get("faq.txt", ((PUBLIC_GROUP,), str(share / "pub" / ACL_FILE))) == (
-        (PUBLIC_GROUP,),
-        str(share / "pub" / ACL_FILE),
-    )
+    assert acl.get("faq.txt", ((PUBLIC_GROUP,), f"pub/{ACL_FILE}")) == ((PUBLIC_GROUP,), f"pub/{ACL_FILE}")
 
 
-def test_a_folder_whose_acl_file_cannot_be_looked_up_stops_the_run(
+# Paths given together without a declared root: the outermost bounds the lookup, whatever the order.
+NESTED_PATHS = [["hr/reviews", "hr"], ["hr", "hr/reviews"], ["hr/reviews/deep", "hr/reviews/bob.txt", "hr"]]
+
+
+@pytest.mark.parametrize("paths", NESTED_PATHS, ids=["+".join(p) for p in NESTED_PATHS])
+def test_the_order_of_nested_paths_never_changes_an_acl(tmp_path: Path, paths: list[str]) -> None:
+    share = _hr_share(tmp_path)
+    found = discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=AclResolver(("x",), "--x"))
+    assert {f.path.name: (f.acl_groups, f.acl_origin) for f in found.files} == {
+        "bob.txt": (("hr",), ACL_FILE),
+        "alice.txt": (("hr",), ACL_FILE),
+    }
+
+
+@pytest.mark.parametrize("paths", [["pub"], ["hr", "pub"], ["hr/reviews"]])
+def test_a_path_outside_the_declared_root_is_a_usage_error(tmp_path: Path, paths: list[str]) -> None:
+    share = _hr_share(tmp_path)
+    acl = AclResolver(("x",), "--x", root=share / "hr")
+    if paths == ["hr/reviews"]:  # inside: fine
+        assert discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=acl).files
+        return
+    with pytest.raises(UsageError, match=r"pub is outside the ACL root .*hr \(--acl-root"):
+        discover([share / p for p in paths], filters=Filters(), shard=Shard(), acl=acl)
+
+
+def test_a_link_given_as_path_resolves_against_the_declared_root(tmp_path: Path) -> None:
+    share = _hr_share(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "to-hr").symlink_to(share / "hr" / "reviews")
+    acl = AclResolver((PUBLIC_GROUP,), "--public", root=share)
+    found = discover([outside / "to-hr"], filters=Filters(), shard=Shard(), acl=acl)
+    assert {(f.acl_groups, f.acl_origin) for f in found.files} == {(("hr",), f"hr/{ACL_FILE}")}
+    (outside / "to-pub").symlink_to(share.parent)  # resolves above the root
+    with pytest.raises(UsageError, match="outside the ACL root"):
+        discover([outside / "to-pub"], filters=Filters(), shard=Shard(), acl=AclResolver(("x",), "--x", root=share))
+
+
+def test_a_folder_whose_acl_file_cannot_be_looked_up_fails_its_subtree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A name too long to look up is "cannot tell", not "no ACL file": a shorter file name in the same
-    folder can still be read (outside review, round 3), so it must not fall back to the folder above."""
+    folder can still be read, so it must not fall back to the folder above; the rest goes on."""
     import errno
     import os
 
     write(tmp_path / ACL_FILE, "public: true\n")
     write(tmp_path / "hr" / "s.txt", "secret")
-    real_lstat = os.lstat
+    write(tmp_path / "pub" / "p.txt", "public")
+    real_stat = os.stat
 
-    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
-        if str(path) == str(tmp_path / "hr" / ACL_FILE):
+    def stat(path: object, *args: object, dir_fd: int | None = None, **kwargs: object) -> os.stat_result:
+        where = Path(f"/proc/self/fd/{dir_fd}").readlink() / str(path) if dir_fd is not None else Path(str(path))
+        if where == tmp_path / "hr" / ACL_FILE:  # looked up through the held folder, as discovery does
             raise OSError(errno.ENAMETOOLONG, "File name too long")
-        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, dir_fd=dir_fd, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(os, "lstat", lstat)
-    with pytest.raises(UsageError, match=r"cannot tell whether .*hr has an ACL file"):
-        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+    monkeypatch.setattr(os, "stat", stat)
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(None, ""))
+    assert [f.rel for f in found.files] == ["pub/p.txt"]
+    reasons = dict(found.rejected)
+    assert (
+        "not indexed: the ACL file that governs it (hr/.docquery-acl.yaml) is refused"
+        in reasons[str(tmp_path / "hr" / "s.txt")]
+    )
+    assert reasons[str(tmp_path / "hr")].startswith(f"cannot tell whether {tmp_path / 'hr'} has an ACL file")
 
 
 @pytest.mark.parametrize(
@@ -170,11 +217,29 @@ def test_a_folder_whose_acl_file_cannot_be_looked_up_stops_the_run(
     ["groups: []\n", "public: yes-please\n", "groups: [a]\npublic: true\n", "owners: [a]\n", "groups: [__public__]\n",
      "- a\n- b\n", "groups: [a\n", "groups: ['has space']\n"],
 )  # fmt: skip
-def test_invalid_acl_files_are_usage_errors(tmp_path: Path, content: str) -> None:
-    write(tmp_path / ACL_FILE, content)
-    write(tmp_path / "a.md", "x")
-    with pytest.raises(UsageError, match=ACL_FILE):
-        discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+def test_invalid_acl_files_fail_their_subtree_only(tmp_path: Path, content: str) -> None:
+    write(tmp_path / "bad" / ACL_FILE, content)
+    write(tmp_path / "bad" / "a.md", "x")
+    write(tmp_path / "bad" / "deep" / "b.md", "x")
+    write(tmp_path / "bad" / "fixed" / ACL_FILE, "groups: [g2]\n")  # a deeper valid file still decides below it
+    write(tmp_path / "bad" / "fixed" / "c.md", "x")
+    write(tmp_path / "good" / "d.md", "x")
+    found = discover([tmp_path], filters=Filters(), shard=Shard(), acl=AclResolver(("g",), "--groups"))
+    assert {f.rel: f.acl_groups for f in found.files} == {"bad/fixed/c.md": ("g2",), "good/d.md": ("g",)}
+    reasons = dict(found.rejected)
+    assert set(reasons) == {str(tmp_path / "bad" / p) for p in ("a.md", "deep/b.md", ACL_FILE)}
+    problem = reasons[str(tmp_path / "bad" / ACL_FILE)]
+    assert problem == _problem_of(content), "the ACL file is reported once, with the schema's own message"
+    assert reasons[str(tmp_path / "bad" / "a.md")].startswith("not indexed: the ACL file that governs it (bad/")
+
+
+def _problem_of(content: str) -> str:
+    from ingest.discover.acl import read_acl_file
+
+    probe = write(Path(tempfile.mkdtemp()) / ACL_FILE, content)
+    with pytest.raises(UsageError) as caught:
+        read_acl_file(probe)
+    return str(caught.value).removeprefix(f"{probe}: ")
 
 
 def test_files_without_any_acl_are_refused(tmp_path: Path) -> None:

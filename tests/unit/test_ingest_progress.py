@@ -88,10 +88,11 @@ def test_the_report_is_printed_once(
     (tmp_path / "docs" / "a.txt").write_text("Expense reports are due within 30 days.")
     args = argparse.Namespace(
         paths=[tmp_path / "docs"], public=False, groups="staff", collection=None, include=[], exclude=[],
-        delete_missing=False, dry_run=False, shard=None, json=False, strict=False,
+        delete_missing=False, dry_run=False, shard=None, json=False, strict=False, acl_root=None,
     )  # fmt: skip
     settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "none")
     assert run(args, settings, embedder=HashEmbedder()) == 0
     out = capsys.readouterr().out
-    assert out.count("added=1") == 1 and len(out.splitlines()) == 1  # stdout is a pipe here: plain
+    # stdout is a pipe here: plain lines, the counts once, then what decided the ACL
+    assert out.count("added=1") == 1 and out.splitlines()[1:] == ["acl-from --groups: 1 document(s)"]
     assert not any("added=1" in r.getMessage() for r in caplog.records)

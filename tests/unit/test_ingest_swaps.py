@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -67,7 +67,32 @@ def _folder_link(root: Path, target: Path) -> None:
     folder.symlink_to(root.parent / "outside" / "sub")  # the same name, through a linked folder
 
 
+def _exchange_folders(root: Path, target: Path) -> None:
+    """pub and hr trade names: each ACL file moves with its folder, so pub/note.txt is now HR's."""
+    (root / "pub").rename(root / "swap")
+    (root / "hr").rename(root / "pub")
+    (root / "swap").rename(root / "hr")
+
+
+def _replace_folder(root: Path, target: Path) -> None:
+    """A new folder at pub's name holding HR's document, the old one renamed away."""
+    write(root / "pub-new" / "note.txt", SECRET)
+    write(root / "pub-new" / "sub" / "note.txt", SECRET)
+    (root / "pub").rename(root / "pub-old")
+    (root / "pub-new").rename(root / "pub")
+
+
+def _rename_parent(root: Path, target: Path) -> None:
+    """A folder on the path renamed away and back: the file is where it was, but was moved meanwhile."""
+    (root / "pub").rename(root / "pub-moved")
+
+
 SWAPS: dict[str, tuple[str, Callable[[Path, Path], None]]] = {
+    "folders exchanged": ("pub/note.txt", _exchange_folders),
+    "a parent folder exchanged": ("pub/sub/note.txt", _exchange_folders),
+    "folder replaced by another": ("pub/note.txt", _replace_folder),
+    "a parent folder replaced by another": ("pub/sub/note.txt", _replace_folder),
+    "folder renamed away": ("pub/sub/note.txt", _rename_parent),
     "symlink to another folder's document": ("pub/note.txt", _link_to_hr),
     "symlink out of the corpus": ("pub/note.txt", _link_outside),
     "FIFO": ("pub/note.txt", _fifo),
@@ -76,11 +101,22 @@ SWAPS: dict[str, tuple[str, Callable[[Path, Path], None]]] = {
 }
 
 
+_HELD: list[Discovery] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_held() -> Iterator[None]:
+    yield
+    while _HELD:
+        _HELD.pop().close()
+
+
 def _discover(root: Path) -> Discovery:
     return discover([root], filters=Filters(), shard=Shard(), acl=AclResolver((PUBLIC_GROUP,), "--public"))
 
 
 def _plan(found: Discovery) -> list:  # type: ignore[type-arg]
+    _HELD.append(found)  # its folders stay open while the planned documents are read, as in a run
     plan = build_plan(
         found, [], pipeline_fingerprint="p", max_file_bytes=1 << 20, delete_missing=False, filters=Filters(),
         shard=Shard(),

@@ -105,10 +105,13 @@ def unlistable(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     broken: dict[str, int] = {}
     real = os.scandir
 
-    def scandir(path: str) -> object:
-        if str(path) in broken:
-            code = broken[str(path)]
-            raise OSError(code, os.strerror(code), str(path))
+    def scandir(path: str | int) -> object:
+        where = (
+            str(Path(f"/proc/self/fd/{path}").readlink()) if isinstance(path, int) else str(path)
+        )  # walked by descriptor
+        if where in broken:
+            code = broken[where]
+            raise OSError(code, os.strerror(code), where)
         return real(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
@@ -135,7 +138,9 @@ def test_a_folder_that_cannot_be_listed_is_a_failure(
     assert everything == {r for r in expected if not (tmp_path / r).is_relative_to(broken)}
 
 
-def test_a_real_path_too_long_is_a_failure_not_a_silent_skip(tmp_path: Path) -> None:
+def test_a_real_path_too_long_is_walked_through_descriptors(tmp_path: Path) -> None:
+    """Each folder is opened relative to its parent's descriptor, so no path is ever too long to list
+    or to read: the deepest file is found, with the ACL of the root, and its folder is held."""
     write(tmp_path / ACL_FILE, "groups: [staff]\n")
     write(tmp_path / "top.txt", "top")
     fds = [os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)]
@@ -146,9 +151,12 @@ def test_a_real_path_too_long_is_a_failure_not_a_silent_skip(tmp_path: Path) -> 
             fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
         os.close(os.open("lost.txt", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fds[-1]))
         found = _discover(tmp_path)
-        assert [f.rel for f in found.files] == ["top.txt"]
-        assert len(found.rejected) == 1 and found.rejected[0][1] == "cannot list folder (File name too long)"
-        assert found.unlisted == [Path(found.rejected[0][0])]
+        assert [f.rel for f in found.files] == ["top.txt", "/".join([*names, "lost.txt"])]
+        assert found.rejected == [] and found.unlisted == []
+        deep = found.files[1]
+        assert deep.acl_groups == ("staff",) and deep.dir_fd is not None
+        assert os.fstat(deep.dir_fd).st_ino == os.fstat(fds[-1]).st_ino
+        found.close()
     finally:  # bottom-up through the descriptors: no path to it is short enough
         with contextlib.suppress(FileNotFoundError):
             os.unlink("lost.txt", dir_fd=fds[-1])

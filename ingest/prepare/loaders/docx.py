@@ -6,7 +6,8 @@ python-docx gets an uncompressed copy of what passed. Each table cell (``w:tc``)
 is read once, however many grid columns it spans.
 
 Headings ("Heading N" styles) give each section its heading path. Runs a reader
-does not see (hidden, white or unreadably small, directly or through their styles:
+does not see (vanished, coloured like what is behind them, or too small or narrow to read,
+as Word resolves their formatting:
 ``docx_hidden``) are dropped and flag their section ``hidden_text``.
 """
 
@@ -95,13 +96,13 @@ def _inflated_copy(data: bytes, limits: Limits) -> io.BytesIO:
 
 
 class _Sections:
-    def __init__(self, budget: TextBudget) -> None:
+    def __init__(self, budget: TextBudget, hidden_runs: HiddenRuns) -> None:
         self.path: list[tuple[int, str]] = []
         self.buf: list[str] = []
         self.hidden = 0
         self.out: list[Section] = []
         self.budget = budget
-        self.hidden_runs = HiddenRuns()
+        self.hidden_runs = hidden_runs
         self.code: list[str] = []  # consecutive paragraphs in a code style, fenced as one block
 
     def end_code(self) -> None:
@@ -176,7 +177,7 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDoc:
 
     try:
         document = docx.Document(copy)
-        sections = _Sections(TextBudget(limits.max_expanded_bytes, "DOCX text"))
+        sections = _Sections(TextBudget(limits.max_expanded_bytes, "DOCX text"), HiddenRuns(document))
         title = ""
         for block in document.iter_inner_content():
             if isinstance(block, Table):
