@@ -110,7 +110,7 @@ def test_the_busy_line_is_escaped(
     monkeypatch.setattr(ingest_cli, "run_ingest", busy)
     args = argparse.Namespace(
         paths=[tmp_path], public=False, groups="staff", collection=None, include=[], exclude=[],
-        delete_missing=False, dry_run=False, shard=None, strict=False, json=False,
+        delete_missing=False, dry_run=False, shard=None, strict=False, json=False, acl_root=None,
     )  # fmt: skip
     assert ingest_cli.run(args, Settings(data_dir=tmp_path)) == 3
     err = capsys.readouterr().err
