@@ -1,4 +1,4 @@
-"""#19.10: docs/contract.md documents encryption at rest end to end, and cannot drift from the code.
+"""Docs/contract.md documents encryption at rest end to end, and cannot drift from the code.
 
 What is encrypted and what is not is derived from the payload the index really writes; the
 settings and Vault paths from the settings model and the shipped policies.

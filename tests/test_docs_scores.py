@@ -1,4 +1,4 @@
-"""#19.8: what a citation's ``score`` means is documented for every retrieval mode and fusion, and in the schema."""
+"""What a citation's ``score`` means is documented for every retrieval mode and fusion, and in the schema."""
 
 from __future__ import annotations
 

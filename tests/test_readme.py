@@ -1,4 +1,4 @@
-"""#19.1: the README's commands work pasted in order, so the README cannot drift.
+"""The README's commands work pasted in order, so the README cannot drift.
 
 The test runs every ```bash block of README.md, in order, in one bash session in a
 temp dir holding a copy of examples/: ``make demo`` is replaced by the Makefile's

@@ -68,7 +68,7 @@ class QdrantSettings(_Section):
     """Replicas that must confirm a write, for a collection the server adapter creates."""
     hnsw_m: int = Field(default=16, ge=4, le=128)
     """HNSW links per node, for a collection this build creates (an existing one keeps its own;
-    docs/benchmarks.md, "Scale")."""
+    docs/design.md)."""
     hnsw_ef_construct: int = Field(default=100, ge=4, le=1000)
     """HNSW candidates while building the graph, for a collection this build creates."""
     hnsw_ef: int | None = Field(default=None, ge=1, le=4096)
@@ -79,11 +79,11 @@ class QdrantSettings(_Section):
     quantization: Literal["int8", "turbo4", "none"] = "int8"
     """Dense vectors kept quantized in RAM for search, rescored on the originals, for a collection this build
     creates: `int8` scalars, `turbo4` (TurboQuant, 4 bits a dimension: half the RAM of the int8 copies; a
-    Qdrant server needs 1.18 or later), or `none` (docs/benchmarks.md, "TurboQuant")."""
+    Qdrant server needs 1.18 or later), or `none` (docs/design.md)."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     """Candidates fetched from the quantized vectors per result, before rescoring on the originals; applies to
     every search. A hybrid search's dense prefetch (100 for a top 10) is rescored at its own depth, which already
-    holds `limit x OVERSAMPLING` (docs/benchmarks.md, "Rescoring a prefetch at its depth")."""
+    holds `limit x OVERSAMPLING` (docs/design.md)."""
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
     """A segment with less unindexed vector data than this is not rebuilt by the end-of-run optimize. At least 1:
     Qdrant reads 0 as "never index"."""
@@ -125,7 +125,7 @@ class EmbedderSettings(_Section):
     dimension: int | None = None
     """For `kind=openai`: the vector size, when the server cannot be probed for it."""
     batch_size: int = Field(default=32, ge=1, le=4096)
-    """Texts per forward pass (local) or per request (openai); docs/benchmarks.md has the measurements."""
+    """Texts per forward pass (local) or per request (openai); docs/design.md says why."""
     timeout_s: float = 30.0
     """For `kind=openai`: timeout of one embedding request, in seconds."""
     precision: EmbedderPrecision = "auto"
@@ -168,7 +168,7 @@ class RetrievalSettings(_Section):
     max_top_k: int = Field(default=50, ge=1, le=200)
     """Largest `top_k` a request may ask for."""
     prefetch_limit: int = Field(default=100, ge=1, le=1000)
-    """Candidates each branch of a hybrid search fetches before fusion (docs/benchmarks.md)."""
+    """Candidates each branch of a hybrid search fetches before fusion (docs/design.md)."""
     fusion: Literal["dbsf", "rrf", "convex"] = "dbsf"
     """How hybrid search fuses its branches: `dbsf` (inside Qdrant), `rrf` or `convex`."""
     rrf_k: int = Field(default=60, ge=1)
@@ -338,7 +338,7 @@ class IngestSettings(_Section):
     upsert_batch: int = Field(default=256, ge=1)
     """Chunks per write to the index."""
     embed_batch: int = Field(default=1024, ge=1)
-    """Chunks per embed call, across documents (docs/benchmarks.md)."""
+    """Chunks per embed call, across documents (docs/design.md)."""
     parse_process: Literal["auto", "all", "off"] = "auto"
     """Which files are parsed in a process of their own, so a parser that crashes or hangs fails that file only:
     `auto` = PDF, DOCX and HTML (third-party parsers), `all`, or `off` (no timeout then)."""

@@ -111,7 +111,7 @@ INDEXED_KEYWORDS = (Key.KIND, Key.DOC_ID, Key.READERS, Key.ROOT, Key.CONTENT_SHA
 # v2, so v2 collections written with or without it read the same: no version change.
 # 3: searchable chunks carry ``readers`` (their ACL groups), and the search filter asks for it
 # alone, not for kind == chunk and the ACL groups: the engine then takes each of the caller's labels
-# as an index lookup and checks nothing more per candidate (docs/benchmarks.md, "One search key").
+# as an index lookup and checks nothing more per candidate (docs/design.md).
 # A v2 collection has no ``readers``, so a search of this build would find nothing in it: it is
 # refused, and re-ingested.
 SCHEMA_VERSION = 3

@@ -17,7 +17,7 @@ operation, so a core taken by ingest's parser or writer would stall all of them,
 while separate workers each lose only their own time. Bulk commands tune glibc
 malloc to keep the passes' buffers (docquery/runtime/malloc.py). A single text (a query)
 runs on the caller's thread with torch's default threads. The measurements behind
-both choices are in docs/benchmarks.md ("Design notes moved from the code").
+both choices are in docs/design.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Remote embedder for an OpenAI-compatible ``/v1/embeddings`` (vLLM, TEI, ...).
 
 One HTTP library, aiohttp, as the LLM client: httpx's async pool cost ~8 ms of CPU per call at 32
-concurrent calls, aiohttp's 0.3 ms (docs/benchmarks.md, "aiohttp for the LLM client"). ``aembed`` runs
+concurrent calls, aiohttp's 0.3 ms (docs/design.md). ``aembed`` runs
 on the caller's event loop, so the query path awaits the question's embedding instead of sending a
 thread to wait on a socket (``rag.pipeline``); ``embed``, called from ingest's worker threads, runs the
 same request on an event loop of the embedder's own thread, which keeps its connections between calls.

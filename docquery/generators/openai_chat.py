@@ -10,7 +10,7 @@
 
 The HTTP client is aiohttp, not httpx: httpx's async connection pool rescans every
 pooled connection on each request, which cost the service CPU at 32 concurrent calls
-(docs/benchmarks.md, "Design notes moved from the code"). The session is per event
+(docs/design.md). The session is per event
 loop and ignores proxy variables (``runtime.loop_session.LoopSession``).
 """
 

@@ -229,7 +229,7 @@ class EdgeEngine:
         Then the shard is closed and loaded again, since the write goes on. An open shard keeps every
         segment an optimize replaced, in memory and on disk, until it closes: without the reload each
         seal of a long write left its old appendable segment behind, and a million-chunk write outgrew
-        a 4 GB node that way (docs/benchmarks.md). A reload takes seconds even at that size. A plain
+        a 4 GB node that way (docs/design.md). A reload takes seconds even at that size. A plain
         ``optimize()`` does not reload: its callers close the shard next (the end of an ingest).
         """
         log.info("index: sealing a full segment of %d chunks", self._unsealed)

@@ -25,7 +25,7 @@ FusionMethod = Literal["rrf", "dbsf", "convex"]
 @dataclass(frozen=True)
 class FusionParams:
     # DBSF: the best on the SciFact train split, runs inside the engine on both backends,
-    # and has no weights to over-fit (docs/benchmarks.md, "Tuning, on the train split only").
+    # and has no weights to over-fit (docs/design.md).
     method: FusionMethod = "dbsf"
     rrf_k: int = 60
     dense_weight: float = 1.0

@@ -22,7 +22,7 @@ HNSW_PAYLOAD_KEYS: frozenset[Key] = frozenset({Key.READERS})
 # Fields every search filters on, which Qdrant stores as tenants (``is_tenant``, its "tenant
 # defragmentation" since 1.11): an optimized segment keeps the points of one value together, so the
 # scan of a caller's scope reads fewer, contiguous blocks. The filter is the same; only the layout
-# changes (docs/benchmarks.md, "Reloading the shard after a seal, and the tenant layout").
+# changes (docs/design.md).
 TENANT_KEYS: frozenset[Key] = frozenset({Key.READERS})
 
 
@@ -41,7 +41,7 @@ class IndexTuning:
     # a caller's ACL scope up to that size gets exact recall; past it, the graph with ACL links.
     full_scan_threshold_kb: int = 100_000
     # int8 scalars (the default), or TurboQuant at 4 bits a dimension: half the RAM, the same
-    # hybrid latency, weaker candidates before rescoring (docs/benchmarks.md, "TurboQuant").
+    # hybrid latency, weaker candidates before rescoring (docs/design.md).
     quantization: QuantizationKind = "int8"
     # Original float vectors stay in their segment files, read through the page cache (only the
     # oversampled candidates are rescored on them); the quantized copies searched first stay in RAM.
@@ -75,7 +75,7 @@ class IndexTuning:
         candidates near its last place enter the fusion can change. Measured: 99.78 % of SciFact's fused
         top 10s unchanged and the same nDCG@10, against half the rescoring reads (each segment reads its
         candidates' originals from disk: 900 reads a million-chunk hybrid query instead of 1,800;
-        docs/benchmarks.md, "Rescoring a prefetch at its depth").
+        docs/design.md).
         """
         if depth <= 0:
             return self.oversampling

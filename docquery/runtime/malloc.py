@@ -5,7 +5,7 @@ buffers of 1 to 25 MB and frees them again. glibc's defaults hand buffers that l
 the kernel (``mmap``/``munmap`` above a threshold, and trimming of each thread's heap), so
 every pass faults all of its memory in again, a page at a time, and the kernel zeroes each
 page. Embed workers are threads with an arena of their own, which glibc trims as well. The
-page faults and kernel time this saves are measured in docs/benchmarks.md ("glibc malloc tuning").
+page faults and kernel time this saves are measured in docs/design.md.
 
 :func:`tune_for_bulk_embedding` keeps freed memory in the process instead:
 

@@ -196,7 +196,7 @@ def no_wider(old: tuple[str, ...], current: tuple[str, ...]) -> tuple[str, ...] 
     """The ACL indexed content that is not read again this run may take: ``current`` where it narrows
     ``old``, never anyone new (None: nobody is left, so it is withdrawn).
 
-    Threat (outside review, F1): the location a document resolves to now is not proof that its old
+    Threat: the location a document resolves to now is not proof that its old
     content may be shown more widely. A folder moved or deleted with its ACL file (``mv hr .hr-old``
     needs only write access to the parent) resolves to the parent's ACL, often public; an unreadable
     folder, to the one above it. Only content read from its location this run takes a wider ACL.

@@ -9,7 +9,7 @@ program, started from the same interpreter, so the pickles are trusted.
 Why a process: parsers read untrusted bytes. A parser that crashes or hangs on
 one file then fails that file, and the batch goes on; in a thread it would kill
 or hang the whole run. It is not faster (it costs a start and more CPU in all;
-docs/benchmarks.md), so by default only parsed formats go to it (ingest.prepare.parsing).
+docs/design.md), so by default only parsed formats go to it (ingest.prepare.parsing).
 """
 
 from __future__ import annotations

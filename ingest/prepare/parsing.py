@@ -7,7 +7,7 @@
   reStructuredText with DocQuery's own line parsers): no parser of untrusted input runs without the
   time limit. Plain text (and files sniffed as text) is only decoded, in linear
   time within the size limits, in the caller's thread, because the process costs
-  a plain-text corpus time and gives it nothing (docs/benchmarks.md).
+  a plain-text corpus time and gives it nothing (docs/design.md).
 - ``all``: every file. ``off``: none, so a parser hang hangs the run.
 
 The process (``ingest.prepare.parse_child``) gets its whole list at once and works ahead

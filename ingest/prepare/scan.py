@@ -35,7 +35,7 @@ INJECTION = "injection"
 ZERO_WIDTH = "zero_width"
 
 # What addresses the model: one case-insensitive alternation. On the ingest path the whole scan costs
-# under 1 % of the CPU of embedding the same text (docs/benchmarks.md, "Design notes moved from the code").
+# under 1 % of the CPU of embedding the same text (docs/design.md).
 _PATTERNS: list[str] = [
     r"\b(?:ignore|disregard|forget)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
     r"all|any|your|the|system)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
@@ -78,7 +78,7 @@ _ZWNJ, _ZWJ, _SHY = "\u200c", "\u200d", "\u00ad"
 _CONTEXTUAL = frozenset({_ZWNJ, _ZWJ, "\u200e", "\u200f", "\u061c", _SHY, "\u034f"})
 _KEPT_IN_CONTEXT = frozenset({_ZWNJ, _ZWJ})
 # C0 and C1 control characters but tab, line feed, carriage return and form feed: no text needs them,
-# and a terminal obeys them (outside review, round 3: an OSC 52 clipboard write and a colour change stored
+# and a terminal obeys them (an OSC 52 clipboard write and a colour change stored
 # from a document reached the operator's terminal through `docquery ask`). Removed, not flagged: what they
 # hid is plain text once they are gone, and the injection scan reads it.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]+")

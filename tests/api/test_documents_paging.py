@@ -1,4 +1,4 @@
-"""``GET /v1/documents`` pages (limit + opaque cursor) and each document's ingest state (#19.9)."""
+"""``GET /v1/documents`` pages (limit + opaque cursor) and each document's ingest state."""
 
 from __future__ import annotations
 

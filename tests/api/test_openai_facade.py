@@ -1,4 +1,4 @@
-"""The OpenAI facade (#19.6): usage from the served model, refusal of what it cannot honour, models.retrieve.
+"""The OpenAI facade: usage from the served model, refusal of what it cannot honour, models.retrieve.
 
 The real app on the embedded index, generating through the vLLM stand-in over
 loopback HTTP (tests/support/standins): the stand-in reports usage as vLLM does

@@ -1,4 +1,4 @@
-"""The OpenAI facade (#19.6) driven by the official ``openai`` SDK, as a user's client would.
+"""The OpenAI facade driven by the official ``openai`` SDK, as a user's client would.
 
 The real app is served by uvicorn on loopback with ``docquery serve``'s options, and
 generates through the vLLM stand-in (tests/support/standins). The SDK validates the

@@ -1,4 +1,4 @@
-"""The OpenAPI document says what the server does: auth, error bodies and limits (#19.5).
+"""The OpenAPI document says what the server does: auth, error bodies and limits.
 
 The limits are read from the served schema, not from settings, and each one is
 sent at its maximum (accepted) and one past it (422): a schema that drifts from

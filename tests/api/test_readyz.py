@@ -1,4 +1,4 @@
-"""``/readyz`` reflects what the query pod itself can serve (#18.7, #19.1).
+"""``/readyz`` reflects what the query pod itself can serve.
 
 The real app, the real embedded index and the stand-in OpenAI server: with the LLM
 down the pod stays ready (search works, generation is 503), and the body says

@@ -104,7 +104,7 @@ def checkov_runs(checkov_bin: Path, renderings: dict[str, ds.Rendering], workdir
     bad_dir = workdir / "negative"
     bad_dir.mkdir(exist_ok=True)
     (bad_dir / "bad.yaml").write_text(yaml.safe_dump_all(negative_cases.build(renderings["overlay-prod"].docs)))
-    # The pods as the Vault injector leaves them (#18.3), in a namespace of their own with
+    # The pods as the Vault injector leaves them, in a namespace of their own with
     # a default-deny, so that the graph check sees them governed.
     (bad_dir / "injected.yaml").write_text(yaml.safe_dump_all(negative_cases.injected_fixture(renderings)))
     k8s = ["--framework", "kubernetes", "--external-checks-dir", str(ds.CHECKOV_DIR)]

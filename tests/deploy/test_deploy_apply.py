@@ -1,4 +1,4 @@
-"""#18.5 and #18.4: what a re-apply and the schedulers do with the overlays.
+"""What a re-apply and the schedulers do with the overlays.
 
 - HorizontalPodAutoscaler (autoscaling/v2): the HPA controller writes the scale
   subresource; `kubectl apply` of an object that still sets spec.replicas writes it

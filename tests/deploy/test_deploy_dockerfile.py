@@ -40,7 +40,7 @@ def _run_lines(stage: str) -> list[str]:
 
 
 def test_cpu_torch_by_default_gpu_by_build_argument() -> None:
-    """#18.10: the default build must not pull the CUDA torch."""
+    """The default build must not pull the CUDA torch."""
     build = STAGES[0]
     assert re.search(r"^ARG TORCH_INDEX_URL=https://download\.pytorch\.org/whl/cpu$", build, flags=re.M)
     assert re.search(r"^ARG REQUIREMENTS=requirements/runtime\.txt$", build, flags=re.M)

@@ -1,4 +1,4 @@
-"""#18.2: the multinode vLLM group can form, by what the LWS controller does with it.
+"""The multinode vLLM group can form, by what the LWS controller does with it.
 
 LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws, tag v0.10.0 = commit 2161f38f):
 - pkg/controllers/leaderworkerset_controller.go reconcileHeadlessServices: with

@@ -1,4 +1,4 @@
-"""deploy/k8s/README.md: the first install works as written, and the prerequisites are stated (#18.9)."""
+"""deploy/k8s/README.md: the first install works as written, and the prerequisites are stated."""
 
 from __future__ import annotations
 

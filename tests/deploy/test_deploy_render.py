@@ -249,7 +249,7 @@ def test_embed_server_component(renderings: dict[str, Rendering]) -> None:
 
 
 def test_operator_expectations(renderings: dict[str, Rendering]) -> None:
-    """#18.11: priorities, PDBs, a preStop pause, a LimitRange."""
+    """Priorities, PDBs, a preStop pause, a LimitRange."""
     for r in renderings.values():
         classes = {d["metadata"]["name"]: d for d in r.of_kind("PriorityClass")}
         assert classes["docquery-serving"]["value"] > classes["docquery-batch"]["value"]

@@ -79,7 +79,7 @@ def _rendered_paths(renderings: dict[str, Rendering]) -> dict[str, set[str]]:
 
 
 def test_no_role_can_read_another_roles_secrets(renderings: dict[str, Rendering]) -> None:
-    """#18.8: e.g. the embed server (its own role) cannot read the generation server's key."""
+    """E.g. the embed server (its own role) cannot read the generation server's key."""
     paths = _rendered_paths(renderings)
     leaks = [
         f"{role} can read {path} (rendered for {owner})"
@@ -136,7 +136,7 @@ def test_qdrant_serves_metrics_itself(renderings: dict[str, Rendering]) -> None:
 
 
 def test_rotation_is_documented_as_the_servers_behave() -> None:
-    """#18.6: vLLM and Qdrant read their keys only at start (vLLM: argparse at launch;
+    """vLLM and Qdrant read their keys only at start (vLLM: argparse at launch;
     Qdrant: src/settings.rs at start, alt_api_key since v1.17); cert_ttl reloads only
     the REST certificate (Qdrant config/config.yaml: "Does not support gRPC")."""
     readme = (ds.K8S / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""#18.3: the policies admit the pods the Vault Agent Injector actually produces.
+"""The policies admit the pods the Vault Agent Injector actually produces.
 
 Admission runs the mutating webhooks (the injector) before the validating ones
 (Kyverno), so the policies see the injected pod. The fixture is built by

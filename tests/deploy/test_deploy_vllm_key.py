@@ -1,4 +1,4 @@
-"""#18.1: every vLLM the bundle runs ends up with an API key, by vLLM's own parsing rule.
+"""Every vLLM the bundle runs ends up with an API key, by vLLM's own parsing rule.
 
 The check does not look for a string in our YAML: it renders the Vault agent's
 template for the file, splits the container's command line as the kernel/shell
@@ -59,7 +59,7 @@ def test_vllm_reads_its_key_from_the_config_file(renderings: dict[str, Rendering
 
 def test_the_previous_key_stays_valid_during_a_rotation(renderings: dict[str, Rendering]) -> None:
     """vLLM reads its key once at start; a `previous` field in the secret keeps the old key
-    accepted (api_key is a list) until the next restart drops it (#18.6)."""
+    accepted (api_key is a list) until the next restart drops it."""
     for name, w, _c, argv in _vllm_servers(renderings):
         files = upstream.agent_files(w.pod.annotations, _secrets(w.pod.annotations, value=KEY, previous=PREVIOUS))
         assert upstream.vllm_api_keys(upstream.vllm_expand_config(argv, files)) == [KEY, PREVIOUS], (name, w.name)

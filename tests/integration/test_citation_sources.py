@@ -1,4 +1,4 @@
-"""Citations a person can find (#19.8): ``source`` names the ingest root's folder, then the path under it.
+"""Citations a person can find: ``source`` names the ingest root's folder, then the path under it.
 
 The reviewers' case: two roots that each hold ``notes.txt`` were both cited as ``notes.txt``.
 """

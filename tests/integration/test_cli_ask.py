@@ -1,4 +1,4 @@
-"""#19.1 (b) and #19.9: ``ask`` on an empty or missing index says so (exit 4); ``--top-k`` is bounded like the API."""
+"""``ask`` on an empty or missing index says so (exit 4); ``--top-k`` is bounded like the API."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def _ingest_leave_policy(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
-    # #19.7: a pipe or a log gets each line whole, not cut at 80 columns.
+    # A pipe or a log gets each line whole, not cut at 80 columns.
     _ingest_leave_policy(tmp_path)
     got = _ask(tmp_path)
     assert got.returncode == 0, got.stderr

@@ -1,4 +1,4 @@
-"""#19.2: what another process holds, or Ctrl-C, is one clear line and a documented exit code, never a traceback.
+"""What another process holds, or Ctrl-C, is one clear line and a documented exit code, never a traceback.
 
 Real processes on loopback and temp dirs: a real ``docquery serve`` holds the
 embedded index while ``ingest``, ``ask`` and a second ``serve`` start; ports are

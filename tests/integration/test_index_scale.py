@@ -314,7 +314,7 @@ def test_a_hybrid_prefetch_rescored_at_its_depth_keeps_recall_against_exact(buil
 def test_the_search_filter_is_one_index_lookup_per_label_and_nothing_else(groups: set[str]) -> None:
     """Each label a single-valued ``should`` on readers: the engine takes every condition as a
     primary clause, merges their ids through a bitmap and checks no candidate again. No ``must``:
-    a kind or groups clause there would be checked per candidate (docs/benchmarks.md, "One search key")."""
+    a kind or groups clause there would be checked per candidate (docs/design.md)."""
     acl = AclFilter.for_groups(groups)
     where = filters.acl_chunks(acl)
     assert (where.must, where.except_ids) == ((), ())

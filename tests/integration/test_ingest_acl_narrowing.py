@@ -1,4 +1,4 @@
-"""#17.3: whatever happens to a file's content, its indexed chunks never keep a wider ACL than
+"""Whatever happens to a file's content, its indexed chunks never keep a wider ACL than
 the one its location has now, nor take a wider one than they had unless their content was read from
 that location this run (real embedded Edge index, hash embedder).
 

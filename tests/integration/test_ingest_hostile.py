@@ -1,4 +1,4 @@
-"""The review's hostile corpora (#17.1, #17.2, #17.7, #17.8) through the real CLI and Edge index."""
+"""The review's hostile corpora through the real CLI and Edge index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""#19.3: an unchanged re-ingest opens the index and checks the collection without loading the model."""
+"""An unchanged re-ingest opens the index and checks the collection without loading the model."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ PARSE_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [\w.]+
 
 
 def test_the_parse_process_writes_nothing_but_log_lines(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    """A document must not put lines outside the log format on stderr (outside review, round 3): an
+    """A document must not put lines outside the log format on stderr: an
     HTML file that looks like a path made bs4 write a 16-line warning there."""
     write(tmp_path / "path.html", "C:\\secret\\file.txt")
     write(tmp_path / "url.htm", "https://example.com/secret/file.txt")

@@ -1,4 +1,4 @@
-"""#19.4: ``docquery serve`` logs one JSON object per line, every logger (uvicorn's too); audit records are
+"""``docquery serve`` logs one JSON object per line, every logger (uvicorn's too); audit records are
 objects that ``docquery audit verify`` verifies in the service's own log as written."""
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ def test_build_secret_source_picks_vault(bao: Bao) -> None:
 
 
 def test_prod_with_vault_and_a_qdrant_url_reads_the_key_from_vault_not_a_file(bao: Bao, tmp_path: Path) -> None:
-    """#22.3: the Qdrant key used to come from the settings snapshot (a file only); now through the source."""
+    """The Qdrant key used to come from the settings snapshot (a file only); now through the source."""
     jwt_file = bao.write_sa_jwt("docquery-query")
     vault = {
         "url": bao.url,

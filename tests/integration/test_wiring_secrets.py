@@ -1,4 +1,4 @@
-"""#22.3: every credential a client uses is read through the one secret source, on every use."""
+"""Every credential a client uses is read through the one secret source, on every use."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""#19.9: ``docquery --version``, and help text for every option of every command."""
+"""``docquery --version``, and help text for every option of every command."""
 
 from __future__ import annotations
 

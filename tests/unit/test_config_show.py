@@ -1,4 +1,4 @@
-"""#19.9: `docquery config show` prints every effective setting with its source; secrets are redacted."""
+"""`docquery config show` prints every effective setting with its source; secrets are redacted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""#22.8: every runtime dependency is imported by the packages, every third-party import is declared,
+"""Every runtime dependency is imported by the packages, every third-party import is declared,
 and the hash-locked sets pin exactly what pyproject.toml declares."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""#17.2: ACL files fail closed: a strict schema, regular files only, no YAML features beyond
+"""ACL files fail closed: a strict schema, regular files only, no YAML features beyond
 plain mappings and lists, bounded parsing, and near-miss names are errors."""
 
 from __future__ import annotations

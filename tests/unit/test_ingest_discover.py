@@ -110,7 +110,7 @@ def _hr_share(tmp_path: Path) -> Path:
     return share
 
 
-# Every way a run can be pointed at HR's documents (outside review, round 3: a link given as PATH, or a
+# Every way a run can be pointed at HR's documents (a link given as PATH, or a
 # subfolder given before its parent, put them under --public): each must leave them [hr].
 HR_PATHS = [
     ["hr"],

@@ -1,4 +1,4 @@
-"""DOCX archives and tables cannot make the parser allocate past the expansion limit (outside review, round 3).
+"""DOCX archives and tables cannot make the parser allocate past the expansion limit.
 
 A member may declare a small size and inflate far past it; its bytes are never all in memory.
 A cell spanning many grid columns gives its text once.

@@ -1,4 +1,4 @@
-"""DOCX text hidden by its effective formatting is dropped and flags its section (outside review, round 3)."""
+"""DOCX text hidden by its effective formatting is dropped and flags its section."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_text_a_reader_sees_is_kept(show: Callable[[Any, Any], None]) -> None:
 
 
 def test_docx_headings_nested_without_bound_give_a_bounded_path() -> None:
-    """Custom styles "Heading 1" to "Heading 300" nest 300 deep (outside review, round 3: a 65 KB file gave a
+    """Custom styles "Heading 1" to "Heading 300" nest 300 deep (a 65 KB file gave a
     606 KB page, stored in every chunk of its section)."""
     import docx
     from docx.enum.style import WD_STYLE_TYPE

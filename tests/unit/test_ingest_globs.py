@@ -1,4 +1,4 @@
-"""#19.9: ``--include``/``--exclude`` match the way docs/ingestion.md says: its table is checked against the code,
+"""``--include``/``--exclude`` match the way docs/ingestion.md says: its table is checked against the code,
 plus a table of variants through discovery itself."""
 
 from __future__ import annotations

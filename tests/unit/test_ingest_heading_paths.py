@@ -1,4 +1,4 @@
-"""HTML heading paths a person can read and find (#19.8): no permalink glyphs, entities decoded once."""
+"""HTML heading paths a person can read and find: no permalink glyphs, entities decoded once."""
 
 from __future__ import annotations
 

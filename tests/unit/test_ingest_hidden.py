@@ -1,4 +1,4 @@
-"""#17.6: visibility from the computed style that matters, in HTML and in Markdown's inline HTML."""
+"""Visibility from the computed style that matters, in HTML and in Markdown's inline HTML."""
 
 from __future__ import annotations
 

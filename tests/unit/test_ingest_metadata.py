@@ -1,4 +1,4 @@
-"""#17.4: metadata is content. Titles, headings, page labels, PDF /Title, DOCX core properties
+"""Metadata is content. Titles, headings, page labels, PDF /Title, DOCX core properties
 and HTML headings go through the same invisible-character strip, injection scan and quarantine
 as body text."""
 

@@ -1,4 +1,4 @@
-"""#17.5: every parser of untrusted input is bounded: linear on adversarial input, and run
+"""Every parser of untrusted input is bounded: linear on adversarial input, and run
 under the parse process's time limit.
 
 Each case doubles an adversarial input twice and compares the times of each doubling: linear

@@ -1,4 +1,4 @@
-"""#19.7: a chunk total (estimated until every file is parsed) and an ETA from the start, lines while an embed
+"""A chunk total (estimated until every file is parsed) and an ETA from the start, lines while an embed
 call runs, unwrapped plain report lines, and one report."""
 
 from __future__ import annotations

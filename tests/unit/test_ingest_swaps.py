@@ -1,4 +1,4 @@
-"""A planned file swapped after it was found is never read through the swap (outside review, F3 and F7).
+"""A planned file swapped after it was found is never read through the swap.
 
 Anyone who can write a public folder can replace one of its files, between discovery and the read, by
 a symlink to another folder's document or to any file the job can read, by a FIFO (which blocks a read

@@ -1,4 +1,4 @@
-"""#17.1: a document's ACL is the ACL of where its content lives, whatever links point at it.
+"""A document's ACL is the ACL of where its content lives, whatever links point at it.
 
 A file symlink is replaced by its target (same path, relative path, shard and ACL as the target
 reached directly); links out of the root, into dot-paths, dangling links and loops are reported

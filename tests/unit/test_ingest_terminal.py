@@ -1,4 +1,4 @@
-"""#17.7: ``ingest.report.terminal.safe`` leaves nothing a terminal would act on, and loses nothing."""
+"""``ingest.report.terminal.safe`` leaves nothing a terminal would act on, and loses nothing."""
 
 from __future__ import annotations
 

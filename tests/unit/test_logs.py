@@ -1,4 +1,4 @@
-"""#19.4: the log formats, the format choice, and the audit verifier on a mixed service log."""
+"""The log formats, the format choice, and the audit verifier on a mixed service log."""
 
 from __future__ import annotations
 

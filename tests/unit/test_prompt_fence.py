@@ -1,4 +1,4 @@
-"""#17.4: the prompt's data fence cannot be forged from any document field (title, page, text)."""
+"""The prompt's data fence cannot be forged from any document field (title, page, text)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""#23.5: prod refuses every environment variable that carries a secret, whatever its form.
+"""Prod refuses every environment variable that carries a secret, whatever its form.
 
 Forms: the nested name (``DOCQUERY_LLM__API_KEY``), a section's JSON value (the form
 pydantic-settings accepts for nested models, ``DOCQUERY_QDRANT='{"api_key": …}'``),

@@ -1,4 +1,4 @@
-"""#19.10: docs/settings.md is generated from the settings model, and every setting is in it and described."""
+"""Docs/settings.md is generated from the settings model, and every setting is in it and described."""
 
 from __future__ import annotations
 

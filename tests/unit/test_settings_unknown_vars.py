@@ -1,4 +1,4 @@
-"""#19.1: a misspelt DOCQUERY_* variable is a warning naming the closest setting, an error in prod."""
+"""A misspelt DOCQUERY_* variable is a warning naming the closest setting, an error in prod."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from ingest.model import FileRejected
 MAX_HEADING_CHARS = 200
 # A section's heading path (``Policy > Travel > Meals``), stored in every chunk of the section, is cut to
 # this many: headings nest without bound in some formats (DOCX styles "Heading 1" to "Heading 3000"), and an
-# uncut path is copied into every chunk (outside review, round 3: one 2.7 MB Markdown heading over 1,500
+# uncut path is copied into every chunk (one 2.7 MB Markdown heading over 1,500
 # paragraphs made a 503 MB collection).
 MAX_PAGE_CHARS = 1024
 
