@@ -13,7 +13,6 @@ import hashlib
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +22,9 @@ from hypothesis import strategies as st
 from docquery.api.openai_schemas import MAX_TOKENS
 from docquery.api.routes.openai_compat import usage_of
 from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk, TokenMeter
-from tests.support.api_harness import Harness, JwtIssuer, bearer, chat_stream_text, llm_generator, make_harness
+from tests.support.api_harness import Harness, bearer, chat_stream_text
 from tests.support.api_harness import sse_events as events_of
+from tests.support.fixtures import harness_fixture, standin_fixture
 from tests.support.standins.openai_server import StandInOpenAIServer
 
 AUTH = bearer("tok-alice-eng")
@@ -37,20 +37,8 @@ _noisy = st.lists(
 ).map("".join)
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[StandInOpenAIServer]:
-    with StandInOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def h(
-    tmp_path_factory: pytest.TempPathFactory, jwt_issuer: JwtIssuer, standin: StandInOpenAIServer
-) -> Iterator[Harness]:
-    tmp: Path = tmp_path_factory.mktemp("clean")
-    yield from make_harness(
-        tmp, generator=llm_generator(standin), jwks=jwt_issuer.jwks(), retrieval={"min_dense_score": -1.0}
-    )
+standin = standin_fixture(scope="module")
+h = harness_fixture(llm_server="standin", retrieval={"min_dense_score": -1.0})
 
 
 def _add(h: Harness, noise: str, n: int) -> None:
