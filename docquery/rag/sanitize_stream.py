@@ -33,9 +33,11 @@ import re
 
 from docquery.rag.sanitize import BREAK, CODE_INDENT, TEXT_REMOVED, Sanitizer
 
-# A line that opens or closes a fence: after any container markers, three or more backticks or tildes.
-_FENCE_LINE = re.compile(r"^(?:[ \t>]*(?:[-+*]|[0-9]{1,9}[.)])?[ \t]*)*(`{3,}|~{3,})", re.M)
+# Indentation and container markers (quotes, list items), one unambiguous step at a time: linear, where a
+# nested repetition of optional parts backtracks exponentially on a deep quote that holds no fence.
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]))*")
+# A line that opens or closes a fence: after any container markers, three or more backticks or tildes.
+_FENCE_LINE = re.compile(r"^" + _LINE_PREFIX.pattern + r"(`{3,}|~{3,})", re.M)
 
 
 class StreamSanitizer:
