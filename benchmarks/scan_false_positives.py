@@ -7,7 +7,7 @@ and prints the flags per 10,000 chunks and where each flagged chunk is (page and
 text), so each can be judged. Clean documentation should flag nothing: the target is at most 1 per
 10,000 chunks.
 
-    .venv/bin/python benchmarks/scan_false_positives.py [--package debian-reference-en] [--cache DIR]
+    .venv/bin/python -m benchmarks.scan_false_positives [--package debian-reference-en] [--cache DIR]
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Flags:
   category Cf, Bidi_Control, Variation_Selector; minus the visible
   Prepended_Concatenation_Mark signs), not a hand list. All of them are removed from
   the stored and embedded text, except where a script needs them (see ``_classify_run``);
-  the flag is set for the ones that carry or disguise text: zero-width spaces and
-  joiners, bidi embeddings/overrides/isolates, tag characters ("ASCII smuggling"),
+  the flag is set for the ones that carry or disguise text: zero-width spaces (but a
+  lone one used as a line-break hint, see ``_break_opportunity``) and joiners, bidi
+  embeddings/overrides/isolates, tag characters ("ASCII smuggling"),
   Hangul fillers, runs of variation selectors (smuggling bytes), and any of them
   inside a Latin word;
 * ``hidden_html`` / ``hidden_text``: set by the HTML/Markdown and DOCX loaders on
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 
 import regex
 
@@ -74,7 +76,7 @@ _PLANES = ((0x80, 0xD800), (0xE000, 0x20000), (0xE0000, 0xE1000))
 # Invisible characters with legitimate uses in some scripts or emoji, kept or dropped silently
 # when they are used that way: ZWNJ, ZWJ (Persian, Indic, emoji sequences), LRM, RLM, ALM
 # (right-to-left text), soft hyphen (hyphenation hints), combining grapheme joiner.
-_ZWNJ, _ZWJ, _SHY = "\u200c", "\u200d", "\u00ad"
+_ZWNJ, _ZWJ, _SHY, _ZWSP = "\u200c", "\u200d", "\u00ad", "\u200b"
 _CONTEXTUAL = frozenset({_ZWNJ, _ZWJ, "\u200e", "\u200f", "\u061c", _SHY, "\u034f"})
 _KEPT_IN_CONTEXT = frozenset({_ZWNJ, _ZWJ})
 # C0 and C1 control characters but tab, line feed, carriage return and form feed: no text needs them,
@@ -85,6 +87,12 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]+")
 _KEYCAP = "\u20e3"
 _BLACK_FLAG = "\U0001f3f4"
 _TAG_LETTERS = re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,6}\U000e007f")
+# A lone zero-width space is a line-break hint where a renderer could not break otherwise: beside
+# punctuation (``ARRAY_MAX``, ``----``, ``(0,0),(1,1)``), inside a token this long (hashes, ISO
+# intervals), and between characters of scripts written without spaces.
+_LONG_TOKEN = 16
+_TOKEN_EDGE = regex.compile(_PROPERTIES + r"|\s")
+_SPACELESS = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]")
 
 
 @functools.cache
@@ -109,9 +117,12 @@ def _is_variation_selector(ch: str) -> bool:
     return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x180B <= code <= 0x180D or code == 0x180F
 
 
-def _classify_run(run: str, before: str, after: str) -> tuple[str, bool]:
+def _classify_run(run: str, head: str, tail: str) -> tuple[str, bool]:
     """(what of ``run`` to keep, whether it is suspicious) for one run of invisible characters
-    between the characters ``before`` and ``after``."""
+    between ``head`` and ``tail`` (up to ``_LONG_TOKEN`` characters of the text on each side)."""
+    before, after = head[-1:], tail[:1]
+    if run == _ZWSP and _break_opportunity(head, tail):
+        return "", False
     if before == _BLACK_FLAG and _TAG_LETTERS.fullmatch(run):
         return run, False  # an emoji subdivision flag (England, Scotland, Wales)
     if _suspicious(run, before, after):
@@ -119,6 +130,28 @@ def _classify_run(run: str, before: str, after: str) -> tuple[str, bool]:
     if any(_is_variation_selector(ch) for ch in run):
         return run, False  # one selector after a non-ASCII base (or a keycap): emoji or ideographic variant
     return "".join(ch for ch in run if ch in _KEPT_IN_CONTEXT), False
+
+
+def _break_opportunity(head: str, tail: str) -> bool:
+    """Whether a lone zero-width space between ``head`` and ``tail`` is a line-break hint."""
+    before, after = head[-1:], tail[:1]
+    if not before or not after:
+        return False
+    if unicodedata.category(before)[0] in "PS" or unicodedata.category(after)[0] in "PS":
+        return True  # a break after or before punctuation splits no word, even beside a space
+    if before.isspace() or after.isspace():
+        return False  # a space is already a break: beside one it has no use
+    if _SPACELESS.match(before) or _SPACELESS.match(after):
+        return True
+    # Inside a short word of a spaced script it only splits the word (a trigger word or a secret); the
+    # token is counted to the nearest space or other hint, so hints every few letters never make it long.
+    return len(_edge(head[::-1])) + len(_edge(tail)) >= _LONG_TOKEN
+
+
+def _edge(text: str) -> str:
+    """``text`` up to its first space or invisible character."""
+    m = _TOKEN_EDGE.search(text)
+    return text if m is None else text[: m.start()]
 
 
 def _suspicious(run: str, before: str, after: str) -> bool:
@@ -144,7 +177,9 @@ def scan_and_strip(text: str) -> tuple[frozenset[str], str]:
     suspicious, clean = _strip(text)
     if suspicious:
         flags.add(ZERO_WIDTH)
-    if _injection(clean):
+    # The joiners and selectors a script keeps would still split a phrase for the pattern: it reads none.
+    probe = clean if clean.isascii() else _invisible_run().sub("", clean)
+    if _injection(probe):
         flags.add(INJECTION)
     return frozenset(flags), clean
 
@@ -165,7 +200,8 @@ def _strip(text: str) -> tuple[bool, str]:
     def replace(m: re.Match[str]) -> str:
         nonlocal suspicious
         start, end = m.span()
-        keep, bad = _classify_run(m.group(0), text[start - 1 : start], text[end : end + 1])
+        head, tail = text[max(start - _LONG_TOKEN, 0) : start], text[end : end + _LONG_TOKEN]
+        keep, bad = _classify_run(m.group(0), head, tail)
         suspicious |= bad
         return keep
 
