@@ -73,6 +73,20 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class QuarantinedChunk:
+    """Where a quarantined chunk sits and why it was held, for an operator to judge: no text field,
+    so a listing cannot echo what may be hostile or secret."""
+
+    id: str
+    doc_id: str
+    source: str
+    title: str
+    page: str | None
+    chunk_index: int
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class IndexedChunk:
     """What ingestion hands to the index: a chunk plus its dense vector."""
 

@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
-from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, Prompt
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, Prompt, QuarantinedChunk
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
 # Reads a credential through the secret source on every call, so a rotated file is used at once.
@@ -120,6 +120,13 @@ class DocumentCatalog(Protocol):
     ) -> tuple[list[DocumentRecord], bool]: ...
 
     def set_document_acl(self, doc_id: str, acl_groups: Sequence[str]) -> None: ...
+
+    def list_quarantined(
+        self, *, acl: AclFilter, after: str | None, limit: int, doc_id: str | None = None
+    ) -> tuple[list[QuarantinedChunk], str | None]:
+        """Up to ``limit`` quarantined chunks of documents ``acl`` may see (of ``doc_id`` alone, when given),
+        in point-id order from the position ``after`` on, and the position of the next page (None: the end)."""
+        ...
 
 
 class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):

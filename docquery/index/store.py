@@ -27,7 +27,7 @@ from docquery.core.collection import (
     document_point_id,
     list_key,
 )
-from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk
+from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, QuarantinedChunk
 from docquery.core.ports import SearchMode, TextCipher
 from docquery.index import filters
 from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
@@ -304,6 +304,20 @@ class QdrantIndex:
         others = Where(must=(filters.kind(Kind.QUARANTINED_CHUNK, Kind.DOCUMENT), filters.doc(doc_id)))
         self._engine.set_payload({Key.ACL_GROUPS.value: groups}, where=others)
 
+    def list_quarantined(
+        self, *, acl: AclFilter, after: str | None, limit: int, doc_id: str | None = None
+    ) -> tuple[list[QuarantinedChunk], str | None]:
+        """Quarantined chunks ``acl`` may see, one engine scroll of ``limit`` points: a scroll runs in
+        point-id order and hands back the id the next page starts at, so that id is the position. The
+        text is never decrypted nor returned."""
+        if acl.allows_nothing:
+            return [], None
+        must = [filters.kind(Kind.QUARANTINED_CHUNK), filters.groups(acl)]
+        if doc_id is not None:
+            must.append(filters.doc(doc_id))
+        found, offset = self._engine.scroll(Where(must=tuple(must)), with_payload=True, offset=after, limit=limit)
+        return [_quarantined(p) for p in found], None if offset is None else str(offset)
+
     def _scroll(self, where: Where, *, with_payload: bool) -> list[Found]:
         out: list[Found] = []
         offset: Any = None
@@ -312,6 +326,20 @@ class QdrantIndex:
             out.extend(page)
             if offset is None:
                 return out
+
+
+def _quarantined(point: Found) -> QuarantinedChunk:
+    p = point.payload
+    page = p.get(Key.PAGE)
+    return QuarantinedChunk(
+        id=point.id,
+        doc_id=str(p.get(Key.DOC_ID, "")),
+        source=str(p.get(Key.SOURCE, "")),
+        title=str(p.get(Key.TITLE, "")),
+        page=None if page is None else str(page),
+        chunk_index=int(p.get(Key.CHUNK_INDEX, 0)),
+        flags=tuple(str(f) for f in p.get(Key.FLAGS) or ()),
+    )
 
 
 def _order(record: DocumentRecord) -> tuple[int, str]:

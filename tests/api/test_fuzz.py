@@ -56,6 +56,7 @@ def test_schemathesis_finds_no_server_error(h: Harness, mode: GenerationMode) ->
         "GET /v1/models",
         "GET /v1/documents",
         "DELETE /v1/documents/{doc_id}",
+        "GET /v1/admin/quarantine",
         "GET /healthz",
         "GET /readyz",
     }

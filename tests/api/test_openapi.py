@@ -102,15 +102,15 @@ def test_documented_statuses_are_what_the_server_answers(h: Harness, schema: dic
         if "requestBody" in op:
             checks.append((AUTH, {"unknown": 1} if path != "/v1/chat/completions" else {"messages": []}, 422))
             checks.append((AUTH, {"question": "x" * 70_000}, 413))
-        if method == "delete":
-            checks.append((bearer("tok-alice-eng"), None, 403))
+        if method == "delete" or path.startswith("/v1/admin/"):
+            checks.append((bearer("tok-alice-eng"), None, 403))  # a caller with the query role alone
         for headers, body, status in checks:
             r = h.client.request(method.upper(), url, headers=headers, json=body)
             assert r.status_code == status, (method, path, r.status_code)
             assert str(status) in op["responses"], (method, path, status)
             assert ErrorEnvelope.model_validate(r.json()).error.request_id
             seen += 1
-    assert seen == 23
+    assert seen == 26
 
 
 @pytest.mark.parametrize(
@@ -163,13 +163,14 @@ def test_history_bounds_are_the_servers(h: Harness, schema: dict[str, Any]) -> N
     assert ask([{"role": "user", "content": "d" * (chars_max + 1)}]) == 422
 
 
-def test_documents_limit_is_the_servers(h: Harness, schema: dict[str, Any]) -> None:
-    params = {p["name"]: p for p in schema["paths"]["/v1/documents"]["get"]["parameters"]}
+@pytest.mark.parametrize("path", ["/v1/documents", "/v1/admin/quarantine"])
+def test_listing_limit_is_the_servers(h: Harness, schema: dict[str, Any], path: str) -> None:
+    params = {p["name"]: p for p in schema["paths"][path]["get"]["parameters"]}
     high = _int_bound(params["limit"]["schema"], "maximum")
     assert {"limit", "cursor"} <= set(params)
-    assert h.client.get("/v1/documents", params={"limit": high}, headers=AUTH).status_code == 200
+    assert h.client.get(path, params={"limit": high}, headers=AUTH).status_code == 200
     for bad in (0, high + 1):
-        assert h.client.get("/v1/documents", params={"limit": bad}, headers=AUTH).status_code == 422
+        assert h.client.get(path, params={"limit": bad}, headers=AUTH).status_code == 422
 
 
 def test_chat_200_is_typed_and_the_body_matches(h: Harness, schema: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from docquery.api.routes import documents, health, openai_compat, passages, query, ui_page, ui_session
+from docquery.api.routes import documents, health, openai_compat, passages, quarantine, query, ui_page, ui_session
 
 # Included into the app one by one: FastAPI matches included routers level by level, so
 # one wrapping router would add a level to every request's route matching.
@@ -13,6 +13,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     openai_compat.router,
     documents.router,
     passages.router,
+    quarantine.router,
     health.router,
 )
 # The web page and its sign-in, with ui.enabled.
