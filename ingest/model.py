@@ -44,6 +44,12 @@ class SourceFile:
     # The descriptor of the file's folder, held since discovery (ingest.discover.folders): every read
     # opens the file's name relative to it. None only for a SourceFile built outside discovery.
     dir_fd: int | None = None
+    # The flags its governing ACL file releases for it (ingest.discover.release), sorted.
+    released: tuple[str, ...] = ()
+
+    def fingerprint(self, pipeline: str) -> str:
+        """The pipeline fingerprint stored with its record: a change of its releases re-indexes it."""
+        return f"{pipeline};released={','.join(self.released)}" if self.released else pipeline
 
     @property
     def cited_as(self) -> str:
@@ -79,4 +85,6 @@ class PreparedDoc:
     chunks: list[Chunk]
     quarantined: list[bool]
     embed_texts: list[str] = field(default_factory=list)
+    # Per chunk: indexed normally because its governing ACL file releases every one of its flags.
+    released: list[bool] = field(default_factory=list)
     whole_body: bool = False  # LoadedDoc.whole_body: an HTML page read whole, no main content found

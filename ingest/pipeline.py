@@ -56,8 +56,9 @@ class IngestOptions:
 
 
 def pipeline_fingerprint(spec: ChunkSpec, quarantine: bool) -> str:
-    """Stored with each record: a change of chunking, quarantine policy or secret scan re-indexes (and so
-    re-scans) the document."""
+    """A change of chunking, quarantine policy or secret scan re-indexes (and so re-scans) every document.
+    Each record stores it with the document's own releases (``SourceFile.fingerprint``), so a release
+    added or removed re-indexes that document."""
     return f"v{PIPELINE_VERSION};chunks={spec.fingerprint};quarantine={int(quarantine)};secrets={SCAN_VERSION}"
 
 
@@ -75,6 +76,9 @@ def _discover(opts: IngestOptions, acl_root: Path | None, report: Report) -> tup
     discovery = discover(opts.paths, filters=opts.filters, shard=opts.shard, acl=resolver)
     _warn_empty_paths(opts, discovery)
     report.acl_from = {str(f.path): f.acl_origin for f in discovery.files}
+    report.releases = {
+        str(f.path): {"reason": ",".join(f.released), "acl_file": f.acl_origin} for f in discovery.files if f.released
+    }
     return resolver, discovery
 
 

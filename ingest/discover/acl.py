@@ -6,6 +6,8 @@ Schema (strict; anything else fails closed, see below)::
     groups: [staff, hr]      # a non-empty list of group names (GROUP_PATTERN)
     # or
     public: true             # readable by every authenticated caller
+    release:                 # optional: quarantine this folder's owner releases (ingest.discover.release)
+      - {reason: injection, paths: ["examples/*"]}
 
 The nearest file wins: a folder's file applies to it and to every subfolder
 until a deeper file overrides it (no merging). Files are looked up from the
@@ -42,11 +44,12 @@ import yaml
 
 from docquery.core.collection import GROUP_PATTERN, PUBLIC_GROUP, is_valid_group_name
 from ingest.discover.folders import Folders
+from ingest.discover.release import Release, parse_releases, released
 from ingest.model import UsageError
 
 ACL_FILE = ".docquery-acl.yaml"
 MAX_ACL_BYTES = 16 * 1024
-_MAX_DEPTH = 3  # mapping > list > scalar is all the schema needs
+_MAX_DEPTH = 5  # mapping > list > mapping > list > scalar (release: [{paths: [...]}]) is all the schema needs
 # A near-miss name is the ACL file's name spelled otherwise: these once case, compatibility forms,
 # punctuation and the suffixes below are folded away. A document that only mentions it ("DocQuery ACL
 # guide.md") is not one.
@@ -143,7 +146,15 @@ def is_near_miss(name: str) -> bool:
     return "".join(ch for ch in folded if ch.isalnum()) in _NEAR_MISS_KEYS
 
 
-def read_acl_file(path: Path, dir_fd: int | None = None) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class AclFile:
+    """A valid ACL file's content: who reads the folder, and which quarantine its owner releases."""
+
+    groups: tuple[str, ...]
+    releases: tuple[Release, ...] = ()
+
+
+def read_acl_file(path: Path, dir_fd: int | None = None) -> AclFile:
     """Raises UsageError naming ``path`` and the problem. With ``dir_fd`` (the folder's descriptor held
     since discovery) the file is looked up in that folder, not by its path."""
     where = path.name if dir_fd is not None else path
@@ -177,12 +188,17 @@ def read_acl_file(path: Path, dir_fd: int | None = None) -> tuple[str, ...]:
     return acl_from_document(doc, str(path))
 
 
-def acl_from_document(doc: Any, origin: str) -> tuple[str, ...]:
+def acl_from_document(doc: Any, origin: str) -> AclFile:
     if not isinstance(doc, dict) or not doc:
         raise UsageError(f"{origin}: expected a mapping with 'groups: [...]' or 'public: true'")
-    unknown = sorted(set(doc) - {"groups", "public"})
+    unknown = sorted(set(doc) - {"groups", "public", "release"})
     if unknown:
-        raise UsageError(f"{origin}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: groups, public")
+        raise UsageError(f"{origin}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: groups, public, release")
+    releases = parse_releases(doc["release"], origin) if "release" in doc else ()
+    return AclFile(_groups_of(doc, origin), releases)
+
+
+def _groups_of(doc: dict[str, Any], origin: str) -> tuple[str, ...]:
     public, groups = doc.get("public"), doc.get("groups")
     if "public" in doc and not isinstance(public, bool):
         raise UsageError(f"{origin}: 'public' must be true or false")
@@ -219,10 +235,19 @@ def _has_entry(candidate: Path, dir_fd: int | None = None) -> bool:
 @dataclass(frozen=True)
 class Found:
     """The ACL that applies to a folder, and what decided it: the ACL file's path relative to the
-    ACL root, or the command-line flag."""
+    ACL root, or the command-line flag. ``releases`` are that file's, written for ``folder`` (its
+    folder); the flag releases nothing."""
 
     groups: tuple[str, ...]
     origin: str
+    releases: tuple[Release, ...] = ()
+    folder: Path | None = None
+
+    def released_for(self, path: Path) -> tuple[str, ...]:
+        """The flags released for the document at the real path ``path``, which this file governs."""
+        if not self.releases or self.folder is None or not under(path, self.folder):
+            return ()
+        return released(self.releases, path.relative_to(self.folder).as_posix())
 
 
 @dataclass(frozen=True)
@@ -304,7 +329,8 @@ class AclResolver:
             return None
         if candidate not in self._files:
             try:
-                self._files[candidate] = Found(read_acl_file(candidate, dir_fd), origin)
+                content = read_acl_file(candidate, dir_fd)
+                self._files[candidate] = Found(content.groups, origin, content.releases, folder)
             except UsageError as exc:
                 self._files[candidate] = Broken(origin, str(exc).removeprefix(f"{candidate}: "), candidate)
         found = self._files[candidate]

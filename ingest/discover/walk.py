@@ -16,13 +16,8 @@
   document): the document is the target file, with the target's path relative to
   the root and the target's ACL, as if the walk had reached it directly. Links
   that leave the root, point into a dot-path, dangle or loop are refused.
-* Globs (docs/ingestion.md, "Choosing files"): a pattern without ``/`` matches the
-  file name or any folder name on the path (``*.md``, ``drafts``); a pattern with
-  ``/`` matches the path relative to the root or one of its folders
-  (``drafts/deep``), where ``*`` also matches across folders (``drafts/*``) and
-  ``**/`` matches zero or more folders
-  (``docs/**/*.md`` takes ``docs/a.md`` too); a trailing ``/`` matches folders
-  only (``drafts/``); a leading ``./`` is ignored. Matching is case-sensitive.
+* Globs (docs/ingestion.md, "Choosing files"; ``ingest.discover.globs``) match the
+  path relative to the root.
 * ``--shard I/N`` keeps the files whose relative path hashes to ``I`` modulo ``N``
   (SHA-256), so N jobs cover the corpus with no overlap and no gap.
 """
@@ -35,11 +30,11 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ingest.discover.acl import ACL_FILE, AclResolver, Broken, is_near_miss
 from ingest.discover.folders import Folders
+from ingest.discover.globs import glob_match
 from ingest.model import SourceFile, UsageError
 from ingest.prepare.loaders import never_read, suffix_of, unsupported
 from ingest.prepare.secrets import secret_file
@@ -106,32 +101,6 @@ class Filters:
         if self.include and not any(glob_match(p, rel) for p in self.include):
             return False
         return not any(glob_match(p, rel) for p in self.exclude)
-
-
-def glob_match(pattern: str, rel: str) -> bool:
-    """``rel`` is a file's path relative to its root, with ``/``; see the module docstring."""
-    pattern = pattern.removeprefix("./")
-    parts = rel.split("/")
-    folders_only = pattern.endswith("/")
-    pattern = pattern.rstrip("/")
-    if "/" not in pattern:
-        return any(fnmatchcase(part, pattern) for part in (parts[:-1] if folders_only else parts))
-    # The path itself, or one of its folders: excluding a folder excludes what is in it.
-    folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
-    return any(_path_match(pattern, c) for c in (folders if folders_only else [*folders, rel]))
-
-
-def _path_match(pattern: str, rel: str) -> bool:
-    return any(fnmatchcase(rel, variant) for variant in _zero_folder_variants(pattern))
-
-
-def _zero_folder_variants(pattern: str) -> list[str]:
-    """fnmatch's ``**/`` needs at least one folder: add each combination of them matching none."""
-    head, sep, tail = pattern.partition("**/")
-    if not sep:
-        return [pattern]
-    rest = _zero_folder_variants(tail)
-    return [head + "**/" + t for t in rest] + [head + t for t in rest]
 
 
 @dataclass
@@ -303,9 +272,8 @@ def _admit(
             if held is None:
                 result.rejected.append((str(path), "its folder could not be opened"))
                 return
-            result.files.append(
-                SourceFile(root, path, rel, acl_groups=found.groups, acl_origin=found.origin, dir_fd=held)
-            )
+            release = found.released_for(path)
+            result.files.append(SourceFile(root, path, rel, found.groups, found.origin, dir_fd=held, released=release))
         elif never_read(path):  # a stray logo.png needs no ACL: it is skipped whatever its ACL
             result.skipped.append((str(path), unsupported(suffix_of(path))))
         else:

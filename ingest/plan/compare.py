@@ -132,7 +132,7 @@ def build_plan(
         elif (
             prev.status != "complete"
             or prev.content_sha256 != sha
-            or prev.extra.get(EXTRA_PIPELINE) != pipeline_fingerprint
+            or prev.extra.get(EXTRA_PIPELINE) != src.fingerprint(pipeline_fingerprint)
             or prev.source != src.cited_as
             or prev.root != str(src.root)
         ):

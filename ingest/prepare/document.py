@@ -58,6 +58,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
     pieces = chunker.chunk(doc.sections)
     chunks: list[Chunk] = []
     quarantined: list[bool] = []
+    released: list[bool] = []
     title_flags, title = scan_and_strip(doc.title)
     doc_flags: set[str] = {f for s in doc.sections for f in s.flags} | title_flags
     pages: dict[str | None, tuple[frozenset[str], str | None]] = {None: (frozenset(), None)}
@@ -88,11 +89,14 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
                 char_end=piece.end,
             )
         )
-        quarantined.append(bool(flags) and cfg.quarantine_flagged)
+        # A chunk is released only when its governing ACL file releases every one of its flags.
+        freed = bool(flags) and cfg.quarantine_flagged and flags <= set(src.released)
+        released.append(freed)
+        quarantined.append(bool(flags) and cfg.quarantine_flagged and not freed)
     prefix = TitlePrefix.of(doc.title, chunker.tokenizer, chunker.spec)  # one title per document
     extra = {
         EXTRA_PATH: str(src.path),
-        EXTRA_PIPELINE: cfg.pipeline_fingerprint,
+        EXTRA_PIPELINE: src.fingerprint(cfg.pipeline_fingerprint),
         EXTRA_ACL_ORIGIN: src.acl_origin,
     }
     if doc_flags:
@@ -114,6 +118,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
         record=record,
         chunks=chunks,
         quarantined=quarantined,
+        released=released,
         embed_texts=[prefix.apply(c.text) for c in chunks],
         whole_body=doc.whole_body,
     )

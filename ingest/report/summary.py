@@ -45,6 +45,10 @@ class Report:
     acl_from: dict[str, str] = field(default_factory=dict)
     # Each flagged chunk: its document, heading path (or page), reasons and whether it was quarantined.
     flagged: list[dict[str, str]] = field(default_factory=list)
+    # Each chunk indexed normally because its governing ACL file releases all its flags (the audit).
+    released: list[dict[str, str]] = field(default_factory=list)
+    # Each discovered document with releases: the flags its governing ACL file releases for it, and that file.
+    releases: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def fail(self, path: str, reason: str) -> None:
         self.failed.append({"path": path, "reason": reason})
@@ -52,6 +56,9 @@ class Report:
     def flag(self, path: str, heading: str, reasons: tuple[str, ...], *, quarantined: bool) -> None:
         action = "quarantined" if quarantined else "flagged"
         self.flagged.append({"path": path, "heading": heading, "reason": ",".join(reasons), "action": action})
+
+    def release(self, path: str, heading: str, reasons: tuple[str, ...], acl_file: str) -> None:
+        self.released.append({"path": path, "heading": heading, "reason": ",".join(reasons), "acl_file": acl_file})
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped.append({"path": path, "reason": reason})
@@ -71,12 +78,15 @@ class Report:
             "acl_previous": sorted(self.acl_previous, key=lambda f: f["path"]),
             "acl_from": dict(sorted(self.acl_from.items())),
             "flagged": sorted(self.flagged, key=lambda f: (f["path"], f["heading"])),
+            "released": sorted(self.released, key=lambda f: (f["path"], f["heading"])),
+            "releases": dict(sorted(self.releases.items())),
             "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 3),
             "acl_updated": self.acl_updated,
             "chunks_embedded": self.chunks_embedded,
             "chunks_flagged": self.chunks_flagged,
             "chunks_quarantined": self.chunks_quarantined,
+            "chunks_released": len(self.released),
             "chunks_deleted": self.chunks_deleted,
             "html_whole_body": self.html_whole_body,
             "dry_run": self.dry_run,
@@ -100,6 +110,7 @@ class Report:
             ("chunks_written", self.chunks_written),
             ("chunks_flagged", self.chunks_flagged),
             ("chunks_quarantined", self.chunks_quarantined),
+            ("chunks_released", len(self.released)),
             ("html_whole_body", self.html_whole_body),
         ]
 
@@ -114,6 +125,7 @@ class Report:
         lines.extend(f"failed {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.failed, key=_by_path))
         lines.extend(f"skipped {safe(f['path'])}: {safe(f['reason'])}" for f in sorted(self.skipped, key=_by_path))
         lines.extend(_flag_line(f) for f in sorted(self.flagged, key=_by_path))
+        lines.extend(_release_line(f) for f in sorted(self.released, key=_by_path))
         lines.extend(f"acl {safe(f['path'])}: {safe(f['action'])}" for f in sorted(self.acl_previous, key=_by_path))
         if self.error:
             lines.append(f"error {safe(self.error)}")
@@ -145,15 +157,21 @@ class Report:
             console.print(f"skipped {escape(safe(f['path']))}: {escape(safe(f['reason']))}", highlight=False)
         for f in sorted(self.flagged, key=_by_path):
             console.print(escape(_flag_line(f)), highlight=False)
+        for f in sorted(self.released, key=_by_path):
+            console.print(escape(_release_line(f)), highlight=False)
         for f in sorted(self.acl_previous, key=_by_path):
             console.print(f"acl {escape(safe(f['path']))}: {escape(safe(f['action']))}", highlight=False)
         if self.error:
             console.print(f"[red]error[/red] {escape(safe(self.error))}", highlight=False)
 
     def _decided(self, action: str, path: str) -> str:
-        """What decides a planned document's ACL, after its path in the plan."""
+        """What decides a planned document's ACL, and the releases that would apply, after its path in the plan."""
         origin = self.acl_from.get(path) if action in {"add", "update", "acl_update", "unchanged"} else None
-        return "" if origin is None else f" (acl from {safe(origin)})"
+        if origin is None:
+            return ""
+        release = self.releases.get(path)
+        freed = f"; releases {safe(release['reason'])}" if release is not None else ""
+        return f" (acl from {safe(origin)}{freed})"
 
     def _origins(self) -> list[tuple[str, int]]:
         """Each ACL origin with how many documents it decided (the per-document list is in --json)."""
@@ -166,6 +184,11 @@ class Report:
 def _flag_line(f: dict[str, str]) -> str:
     where = f" [{safe(f['heading'])}]" if f["heading"] else ""
     return f"{f['action']} {safe(f['path'])}{where}: {safe(f['reason'])}"
+
+
+def _release_line(f: dict[str, str]) -> str:
+    where = f" [{safe(f['heading'])}]" if f["heading"] else ""
+    return f"released {safe(f['path'])}{where}: {safe(f['reason'])} (by {safe(f['acl_file'])})"
 
 
 def _by_path(entry: dict[str, str]) -> str:

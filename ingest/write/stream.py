@@ -278,9 +278,13 @@ def _count_finished(prep: PreparedDoc, shared: _Shared) -> None:
         report.chunks_flagged += sum(1 for c in prep.chunks if c.flags)
         report.chunks_quarantined += sum(prep.quarantined)
         report.html_whole_body += prep.whole_body
-        for chunk, quarantined in zip(prep.chunks, prep.quarantined, strict=True):
-            if chunk.flags:  # where and why, never the text
-                report.flag(str(prep.planned.source.path), chunk.page or "", chunk.flags, quarantined=quarantined)
+        src = prep.planned.source
+        released = prep.released or [False] * len(prep.chunks)
+        for chunk, quarantined, freed in zip(prep.chunks, prep.quarantined, released, strict=True):
+            if freed:  # where, why and by which ACL file, never the text
+                report.release(str(src.path), chunk.page or "", chunk.flags, src.acl_origin)
+            elif chunk.flags:
+                report.flag(str(src.path), chunk.page or "", chunk.flags, quarantined=quarantined)
         if prep.planned.previous is None:
             report.added += 1
         else:

@@ -42,7 +42,8 @@ GOOD = [
 BAD = [
     ("groups: [NO, yes]\n", "ambiguous"),  # the review's: became False, True
     ("groups: [~]\n", "null"),  # became None
-    ("groups: [[hr]]\n", "nested too deeply"),  # became "['hr']"
+    ("groups: [[hr]]\n", "is a list"),  # became "['hr']"
+    ("groups: [[[[hr]]]]\n", "nested too deeply"),
     ("groups: [hr]\ngroups: [staff]\n", "duplicate key"),
     ("public: true\npublic: false\n", "duplicate key"),
     (ALIAS_BOMB, "anchors and aliases"),
@@ -81,7 +82,7 @@ BAD = [
 
 @pytest.mark.parametrize(("content", "expected"), GOOD)
 def test_valid_acl_files(tmp_path: Path, content: str, expected: tuple[str, ...]) -> None:
-    assert read_acl_file(write(tmp_path / ACL_FILE, content)) == expected
+    assert read_acl_file(write(tmp_path / ACL_FILE, content)).groups == expected
 
 
 @pytest.mark.parametrize(("content", "problem"), BAD)
@@ -217,7 +218,7 @@ def test_generated_group_lists_are_names_or_errors(tmp_path: Path, items: list[s
     content = "groups: [" + ", ".join(items) + "]\n"
     path = write(tmp_path / ACL_FILE, content)
     try:
-        groups = read_acl_file(path)
+        groups = read_acl_file(path).groups
     except UsageError as exc:
         assert str(exc).startswith(str(path))
         return
