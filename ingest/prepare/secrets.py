@@ -25,7 +25,9 @@ from collections import Counter
 from typing import Any
 
 SECRET = "secret"  # noqa: S105  # the flag's name, not a credential
-SCAN_VERSION = "1"  # part of the pipeline fingerprint: a change re-scans every indexed document
+# Part of the pipeline fingerprint: a change to what the scans flag (secrets, zero-width hints) re-scans every
+# indexed document.
+SCAN_VERSION = "2"
 
 _KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".ppk", ".jks", ".keystore")
 _CREDENTIAL_NAMES = frozenset({".env", ".netrc", "_netrc", ".pgpass", ".git-credentials", "credentials", "kubeconfig"})
