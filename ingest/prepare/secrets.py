@@ -19,6 +19,7 @@ Only the flag is kept: no secret value reaches a log, a report or the payload's 
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 from collections import Counter
@@ -87,6 +88,9 @@ _SKIPPED = frozenset({"HexHighEntropyString", "Base64HighEntropyString", "IPPubl
 def _plugins() -> tuple[Any, ...]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
+    # Its logger turns on logging.captureWarnings at import, which would write a warning's whole text (it
+    # can quote the document) where the parse process keeps one line per warning: give back the handler.
+    logging.captureWarnings(False)
     classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
     return tuple(cls() for cls in sorted(classes, key=lambda c: c.__name__) if cls.__name__ not in _SKIPPED)
 

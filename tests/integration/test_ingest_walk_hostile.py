@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,8 +75,10 @@ def test_a_folder_that_cannot_be_listed_is_a_failed_entry_and_exit_1(
     hr = env.docs / "hr"
     real = os.scandir
 
-    def scandir(path: str) -> object:  # root runs the tests, so chmod 000 would not stop it
-        if str(path) == str(hr):
+    def scandir(path: str | int) -> object:  # root runs the tests, so chmod 000 would not stop it
+        # The walk lists a folder through the descriptor it holds for it: name the folder that is.
+        where = str(Path(f"/proc/self/fd/{path}").readlink()) if isinstance(path, int) else str(path)
+        if where in (str(hr.resolve()), str(hr)):
             raise OSError(code, os.strerror(code), str(path))
         return real(path)
 

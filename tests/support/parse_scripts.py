@@ -12,7 +12,7 @@ from pathlib import Path
 
 from docquery.chunking import ChunkSpec, RegexTokenizer, SentenceChunker
 from ingest.discover.acl import AclResolver
-from ingest.discover.walk import Filters, Shard, discover
+from ingest.discover.walk import Discovery, Filters, Shard, discover
 from ingest.model import FileRejected, PlannedDoc, PreparedDoc
 from ingest.plan.compare import build_plan
 from ingest.prepare.document import PrepareConfig, prepare
@@ -63,9 +63,15 @@ class Scripted:
         return prepare(planned, real_chunker(), self.cfg)
 
 
+# Each discovery holds its folders' descriptors, which the planned documents are read through: kept for
+# the session, as a run keeps them until it ends (a discovery that is collected closes them).
+_HELD: list[Discovery] = []
+
+
 def planned_docs(root: Path) -> list[PlannedDoc]:
     """Every file under ``root`` as a planned add, in path order (one ACL for all)."""
     found = discover([root], filters=Filters(), shard=Shard(), acl=AclResolver(("staff",), "--groups"))
+    _HELD.append(found)
     plan = build_plan(
         found,
         [],
