@@ -14,6 +14,7 @@ extraction can never bring hidden text back.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from bs4 import BeautifulSoup, Tag
@@ -114,6 +115,10 @@ def located(html: str, body: Tag) -> Tag | None:
     """The smallest element under ``body`` holding nearly all the words trafilatura extracts as
     content; None when it finds none or only the body holds them."""
     import trafilatura  # imported here: seconds of import, only for pages no container names
+
+    # Its log lines judge the page ("not valid HTML", "discarding data") and may quote it: logs carry no
+    # document content, and the loader reports what matters (a page read whole is counted).
+    logging.getLogger("trafilatura").setLevel(logging.CRITICAL + 1)
 
     text = trafilatura.extract(
         html, favor_recall=True, include_tables=True, include_comments=False, deduplicate=False, fast=True
