@@ -29,6 +29,18 @@ LISTING = "documents"
 BAD_CURSOR = "invalid request: cursor: not a next_cursor of this listing for this caller, or expired"
 
 
+def resume_after(call: QueryCall | AdminCall, cursor: str | None, listing: str) -> str | None:
+    """Where a page starts: the position ``cursor`` seals for this caller and listing, or None for the first
+    page. Any cursor that does not open (tampered, expired, another caller's or listing's) is one 422."""
+    if cursor is None:
+        return None
+    sealer: CursorSealer = call.request.app.state.cursors
+    after = sealer.open(cursor, principal_id=call.principal.id, listing=listing)
+    if after is None:
+        raise ApiError(422, BAD_CURSOR)
+    return after
+
+
 @router.get("/documents", response_model=DocumentList)
 async def list_documents(
     call: QueryCall,
@@ -44,12 +56,7 @@ async def list_documents(
     ] = None,
 ) -> DocumentList:
     principal, c, ctx = call.principal, call.components, call.ctx
-    sealer: CursorSealer = call.request.app.state.cursors
-    after = None
-    if cursor is not None:
-        after = sealer.open(cursor, principal_id=principal.id, listing=LISTING)
-        if after is None:
-            raise ApiError(422, BAD_CURSOR)
+    after = resume_after(call, cursor, LISTING)
     # The ACL filter goes into the index query itself, from the verified principal.
     # One page read from the index, in its order, from the cursor on (docquery.index.store.list_page).
     records, more = await asyncio.to_thread(
@@ -73,6 +80,7 @@ async def list_documents(
         )
         for r in records
     ]
+    sealer: CursorSealer = call.request.app.state.cursors
     next_cursor = sealer.seal(records[-1].doc_id, principal_id=principal.id, listing=LISTING) if more else None
     return DocumentList(documents=docs, next_cursor=next_cursor, request_id=ctx.request_id)
 

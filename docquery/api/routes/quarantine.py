@@ -16,8 +16,7 @@ from pydantic import BaseModel, Field
 
 from docquery.api.cursors import CursorSealer
 from docquery.api.deps import AdminCall
-from docquery.api.errors import ApiError
-from docquery.api.routes.documents import BAD_CURSOR, DEFAULT_PAGE, MAX_PAGE
+from docquery.api.routes.documents import DEFAULT_PAGE, MAX_PAGE, resume_after
 from docquery.rag.citation_fields import plain_field
 
 router = APIRouter(prefix="/v1/admin")
@@ -56,12 +55,7 @@ async def list_quarantine(
     ] = None,
 ) -> QuarantineList:
     principal, c, ctx = call.principal, call.components, call.ctx
-    sealer: CursorSealer = call.request.app.state.cursors
-    after = None
-    if cursor is not None:
-        after = sealer.open(cursor, principal_id=principal.id, listing=LISTING)
-        if after is None:
-            raise ApiError(422, BAD_CURSOR)
+    after = resume_after(call, cursor, LISTING)
     # An admin sees the quarantined chunks of the documents its own groups can see, as it deletes only those.
     found, position = await asyncio.to_thread(
         c.index.list_quarantined, acl=principal.acl(), after=after, limit=limit, doc_id=doc_id
@@ -81,5 +75,6 @@ async def list_quarantine(
         )
         for q in found
     ]
+    sealer: CursorSealer = call.request.app.state.cursors
     next_cursor = None if position is None else sealer.seal(position, principal_id=principal.id, listing=LISTING)
     return QuarantineList(chunks=chunks, next_cursor=next_cursor, request_id=ctx.request_id)
