@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Iterator
@@ -48,6 +49,19 @@ def _logging_as_found() -> Iterator[None]:
         lg.handlers[:] = handlers
         lg.setLevel(level)
         lg.propagate = propagate
+
+
+@pytest.fixture(autouse=True)
+def _no_event_loop_left_running(request: pytest.FixtureRequest) -> None:
+    """A fixture that leaves an event loop marked running in the main thread (Playwright's sync API
+    does, until it stops) fails every later test that calls asyncio.run; this names the cause instead."""
+    if request.path.parent.name == "browser":
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    pytest.fail(f"an event loop is left running in the main thread before this test: {loop!r}")
 
 
 @pytest.fixture(autouse=True)

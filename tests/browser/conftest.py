@@ -126,7 +126,7 @@ def chromium_present() -> None:
         pytest.skip(NO_CHROMIUM)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def service(chromium_present: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("browser")
     users = [
@@ -198,7 +198,9 @@ def _wait_listening(proc: subprocess.Popen[str]) -> None:
         raise AssertionError("docquery serve did not start:\n" + "".join(lines[-30:]))
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API marks an event loop running in this thread until it
+# stops, and every later test that calls asyncio.run would fail.
+@pytest.fixture(scope="package")
 def browser(chromium_present: None) -> Iterator[Browser]:
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
