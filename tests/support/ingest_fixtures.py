@@ -100,6 +100,12 @@ class IngestEnv:
     def state(self) -> dict[str, tuple[str, str, int, tuple[str, ...], tuple[str, ...]]]:
         return index_state(self.index)
 
+    def chunk_ids(self, name: str) -> set[str]:
+        """The stored point ids of the document named ``name``, as they are (``state`` names derived ones
+        by their index, which a new version of the document shares with the old)."""
+        (record,) = (r for r in self.index.list_documents() if Path(r.extra["path"]).name == name)
+        return set(self.index.chunk_ids(record.doc_id))
+
 
 def index_state(index: IndexAdapter) -> dict[str, tuple[str, str, int, tuple[str, ...], tuple[str, ...]]]:
     """file name -> (status, sha, chunk_count, acl, sorted chunks); asserts no orphan chunks.
