@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -39,16 +40,30 @@ def test_local_embedder_uses_the_full_256_token_window(local_embedder: Any) -> N
     assert sum(x * y for x, y in zip(a, b, strict=True)) < 0.999
 
 
-@pytest.fixture
-def demo_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    corpus = tmp_path / "examples"
+@pytest.fixture(scope="module")
+def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The examples ingested once for the module (three ingests with the real model cost about 20 s);
+    no test here changes what the default collection holds."""
+    tmp = tmp_path_factory.mktemp("demo")
+    corpus = tmp / "examples"
     shutil.copytree(EXAMPLES, corpus)
-    monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(tmp_path / "no-secrets"))
-    assert main(["ingest", str(corpus / "handbook"), "--groups", "staff", "--json"]) == 0
-    assert main(["ingest", str(corpus / "security"), "--groups", "security", "--json"]) == 0
-    assert main(["ingest", str(corpus / "public"), "--public", "--json"]) == 0
-    return tmp_path
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [n for n in os.environ if n.startswith("DOCQUERY_")]:
+            mp.delenv(name)
+        mp.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", "false")
+        mp.setenv("DOCQUERY_DATA_DIR", str(tmp / "data"))
+        mp.setenv("DOCQUERY_SECRETS_DIR", str(tmp / "no-secrets"))
+        assert main(["ingest", str(corpus / "handbook"), "--groups", "staff", "--json"]) == 0
+        assert main(["ingest", str(corpus / "security"), "--groups", "security", "--json"]) == 0
+        assert main(["ingest", str(corpus / "public"), "--public", "--json"]) == 0
+    return tmp
+
+
+@pytest.fixture
+def demo_index(demo_data: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DOCQUERY_DATA_DIR", str(demo_data / "data"))
+    monkeypatch.setenv("DOCQUERY_SECRETS_DIR", str(demo_data / "no-secrets"))
+    return demo_data
 
 
 def _ask(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
