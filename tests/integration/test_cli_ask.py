@@ -71,7 +71,10 @@ LONG_NAME = "a-rather-long-file-name-about-the-leave-policy-of-the-company.txt"
 SENTENCE = "The leave policy grants twenty-eight days of paid annual leave to every member of staff each year."
 
 
-def _ingest_leave_policy(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def leave_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir holding one ingested file, for the module (an ingest process loads the model)."""
+    tmp_path = tmp_path_factory.mktemp("leave")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / LONG_NAME).write_text(SENTENCE + "\n")
@@ -79,13 +82,13 @@ def _ingest_leave_policy(tmp_path: Path) -> None:
     env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "none"))
     ingest = [sys.executable, "-m", "docquery.cli", "ingest", str(corpus), "--groups", "staff"]
     subprocess.run(ingest, env=env, capture_output=True, text=True, timeout=300, check=True)
+    return tmp_path
 
 
 @pytest.mark.model
-def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
+def test_piped_answers_and_citations_are_whole_lines(leave_policy: Path) -> None:
     # A pipe or a log gets each line whole, not cut at 80 columns.
-    _ingest_leave_policy(tmp_path)
-    got = _ask(tmp_path)
+    got = _ask(leave_policy)
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
     assert any(SENTENCE in line for line in lines), got.stdout
@@ -94,12 +97,12 @@ def test_piped_answers_and_citations_are_whole_lines(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_ask_on_a_terminal_renders_the_answer_and_citations(tmp_path: Path) -> None:
+def test_ask_on_a_terminal_renders_the_answer_and_citations(leave_policy: Path) -> None:
     # On a terminal the answer is rendered markdown and citation fields are decoded text; run as
     # ``python -m docquery.cli``, whose module body runs main() when it reaches the end.
-    _ingest_leave_policy(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
-    env.update(DOCQUERY_DATA_DIR=str(tmp_path / "data"), DOCQUERY_SECRETS_DIR=str(tmp_path / "none"), COLUMNS="200")
+    data, secrets = leave_policy / "data", leave_policy / "none"
+    env.update(DOCQUERY_DATA_DIR=str(data), DOCQUERY_SECRETS_DIR=str(secrets), COLUMNS="200")
     primary, secondary = pty.openpty()
     try:
         proc = subprocess.Popen(
