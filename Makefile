@@ -49,8 +49,11 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
+# Two workers, each taking whole files (module fixtures are built once): most of the suite's time is spent
+# waiting on servers and subprocesses, so two share two cores well. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint typecheck imports
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The fast tier: tests/unit but those marked slow, model or openbao. None starts a server or a subprocess
 # (tests/unit/conftest.py fails one that does) or bounds wall-clock time.
