@@ -177,9 +177,9 @@ def scan_and_strip(text: str) -> tuple[frozenset[str], str]:
     suspicious, clean = _strip(text)
     if suspicious:
         flags.add(ZERO_WIDTH)
-    # The joiners and selectors a script keeps would still split a phrase for the pattern: it reads none.
-    probe = clean if clean.isascii() else _invisible_run().sub("", clean)
-    if _injection(probe):
+    # The joiners and selectors a script keeps would still split a phrase for the pattern, so it also reads
+    # the text without them; both, because taking one out can join two words ("²" + ZWNJ + "rules").
+    if _injection(clean) or (not clean.isascii() and _injection(_invisible_run().sub("", clean))):
         flags.add(INJECTION)
     return frozenset(flags), clean
 

@@ -26,9 +26,9 @@ from collections import Counter
 from typing import Any
 
 SECRET = "secret"  # noqa: S105  # the flag's name, not a credential
-# Part of the pipeline fingerprint: a change to what the scans flag (secrets, zero-width hints) re-scans every
-# indexed document.
-SCAN_VERSION = "2"
+# Part of the pipeline fingerprint: a change to what the scans flag (secrets, injection phrases, zero-width
+# hints) re-scans every indexed document.
+SCAN_VERSION = "3"
 
 _KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".ppk", ".jks", ".keystore")
 _CREDENTIAL_NAMES = frozenset({".env", ".netrc", "_netrc", ".pgpass", ".git-credentials", "credentials", "kubeconfig"})
