@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ Vectors = list[list[float]]
 class _Queue:
     """The calls waiting on one event loop, and the task that drains them."""
 
-    waiting: list[tuple[list[str], asyncio.Future[Vectors]]] = field(default_factory=list)
+    waiting: deque[tuple[list[str], asyncio.Future[Vectors]]] = field(default_factory=deque)
     drain: asyncio.Task[None] | None = None
 
 
@@ -44,7 +45,7 @@ class Coalescer:
         taken: list[tuple[list[str], asyncio.Future[Vectors]]] = []
         size = 0
         while queue.waiting and (not taken or size + len(queue.waiting[0][0]) <= self._max_texts):
-            texts, future = queue.waiting.pop(0)
+            texts, future = queue.waiting.popleft()
             if not future.done():
                 taken.append((texts, future))
                 size += len(texts)

@@ -23,7 +23,9 @@ one pass (coalesce.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -114,7 +116,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self.workers = resolve_workers(workers, device=device)
         self._pool: ThreadPoolExecutor | None = None
-        self._coalesce = Coalescer(self.embed, batch_size)
+        self._coalesce = Coalescer(functools.partial(self.embed, query=True), batch_size)
 
     @property
     def model_id(self) -> str:
@@ -143,8 +145,10 @@ class LocalEmbedder:
 
     async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         # The model computes on a worker thread (torch releases the GIL), so the event loop keeps
-        # serving meanwhile; calls that arrive while it is busy share its next pass (coalesce.py).
-        return await self._coalesce(texts)
+        # serving meanwhile; questions that arrive while it is busy share its next pass (coalesce.py).
+        if query:
+            return await self._coalesce(texts)
+        return await asyncio.to_thread(self.embed, texts)
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         vectors = self._model.encode(

@@ -45,3 +45,22 @@ def test_concurrent_questions_share_passes_and_keep_their_vectors(
     for i, (a, b) in enumerate(zip(vectors, alone, strict=True)):
         assert _cos(a, b) >= 0.9999, i
         assert max(range(len(alone)), key=lambda j: _cos(a, alone[j])) == i
+
+
+def test_texts_that_are_not_questions_keep_a_pass_per_call(
+    local_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passes: list[int] = []
+    encode = local_embedder._encode
+
+    def counted(texts: list[str]) -> list[list[float]]:
+        passes.append(len(texts))
+        return encode(texts)
+
+    monkeypatch.setattr(local_embedder, "_encode", counted)
+
+    async def together() -> list[list[list[float]]]:
+        return await asyncio.gather(*(local_embedder.aembed([q]) for q in QUESTIONS[:3]))
+
+    assert len(asyncio.run(together())) == 3
+    assert passes == [1, 1, 1]
