@@ -1,251 +1,296 @@
-"""Service CPU per request, in process: the app's own work without the network, the LLM or the machine's noise.
+"""The query path's CPU per answered request, through real processes, with every defence on.
 
-The real app (``create_app``: middleware, body limit, auth with a real hashed API key, rate and
-failed-auth limiters, LLM share, routes, sanitiser, audit chain, JSON logs to /dev/null) on an
-embedded Edge index of a few hundred chunks, driven through ``httpx.ASGITransport``. The embedder
-counts the benchmark's own words on the event loop and the generator answers at once with a fixed
-reply holding a citation marker, so what is counted is the per-request work of the service itself. CPU is
-``time.process_time`` over the timed requests (steadier than wall time on a shared machine);
-``--profile`` prints a cProfile of one round instead.
+Setup (all on 127.0.0.1): the first ``--docs`` SciFact documents (1,000) written out as ``.txt`` files with one
+ACL file and ingested by ``docquery ingest`` (dense and BM25 vectors: hybrid search); the vLLM stand-in
+(tests/support/standins/openai_server.py, run as a program; not vLLM) answering after ``--delay`` (50 ms);
+``docquery serve`` (uvicorn) with API-key auth, the rate and failed-auth limiters, the LLM share by tenant, the
+sanitiser, ``answer_html``, clean citation fields, the audit chain and JSON logs (to a file), all at their
+defaults except the rate limit (raised out of the way; it is still checked on every request),
+``llm.max_concurrency`` 64 (slots free for the 32 clients) and ``min_dense_score`` -1, so that every question is
+answered (a refusal makes no LLM call). The questions are embedded as by default, by the bundled model inside the
+service (``--embedder standin``: by the stand-in's ``/v1/embeddings``, outside it). ``--clients`` (32)
+closed-loop clients post SciFact claims as JSON questions with ``top_k`` 5.
 
-    .venv/bin/python -m benchmarks.api_cpu --requests 2000 --rounds 5
-    .venv/bin/python -m benchmarks.api_cpu --profile --requests 2000
+What is counted: the ``docquery serve`` process's own CPU (utime + stime of all its threads, from
+``/proc/PID/stat``) over each round, divided by the answers of that round (status 200 with citations). CPU time,
+not wall time, so the machine's other load moves it less. The stand-in (the LLM) and the load generator are
+other processes, so their CPU is not in it. The same CPU is also given by thread: ``main`` (the event loop,
+where each request's Python work runs), ``edge-search`` (the embedded engine's search threads) and ``python``
+(Python's worker threads, which run the model; the OS name of a thread Python starts).
+
+Rounds alternate between the source trees given with ``--tree`` (default: this checkout); each tree runs its own
+``docquery serve`` over its own copy of one ingested collection, and the median of each tree's rounds is reported.
+
+    SCIFACT_DIR=... .venv/bin/python -m benchmarks.api_cpu --rounds 5 --cache /tmp/dq-api-cpu
+    SCIFACT_DIR=... .venv/bin/python -m benchmarks.api_cpu --tree /tmp/before --tree . --rounds 5
+    SCIFACT_DIR=... .venv/bin/python -m benchmarks.api_cpu --profile /tmp/api-cpu.pyisession --rounds 1
+
+``--profile FILE`` runs the (one) service under pyinstrument, saves the session to FILE and prints where the
+event loop's samples fall (``benchmarks/api_cpu_profile.py``); CPU figures of a profiled run include the
+profiler's own cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import cProfile
-import hashlib
-import io
 import json
-import logging
 import os
-import pstats
 import random
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-import timeit
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-import httpx
-import numpy as np
+from benchmarks.api_overhead import (
+    API_KEY,
+    RawConnection,
+    cpu_seconds,
+    free_port,
+    service_env,
+    start_standin,
+    wait_http,
+    write_secrets,
+)
 
-from docquery.api.app import create_app
-from docquery.api.audit import AuditLog
-from docquery.api.fairshare import LlmShare
-from docquery.api.limits import AuthFailureLimiter, RateLimiter
-from docquery.config.settings import Settings
-from docquery.core.domain import Chunk, IndexedChunk, Prompt
-from docquery.index import open_edge
-from docquery.rag.sanitize import Sanitizer
-from docquery.rag.sanitize_stream import StreamSanitizer
-from docquery.runtime.logs import configure_logging
-from docquery.wiring import build_components
-
-TOKEN = "bench-api-key-0123456789"  # noqa: S105 (the benchmark's own throwaway key)
-WORDS = ["policy", "leave", "salary", "budget", "contract", "security", "laptop", "travel", "bonus", "audit"]
-# The vLLM stand-in's default reply, as its stream splits it: a citation marker sends the answer through the parser.
-DEFAULT_REPLY = ["The answer ", "is in the ", "documents ", "[S1]."]
+ROOT = Path(__file__).resolve().parent.parent
+GROUP = "bench"  # the benchmark key's group (write_secrets), so every document is readable
 
 
-class WordCountEmbedder:
-    """One dimension per benchmark word: texts that share words score close, at no model cost, on the event loop."""
-
-    model_id = "bench/word-count"
-    dimension = len(WORDS)
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
-        counts = np.array([[text.count(word) for word in WORDS] for text in texts], dtype=np.float32) + 1e-3
-        return (counts / np.linalg.norm(counts, axis=1, keepdims=True)).tolist()
-
-    async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
-        return self.embed(texts, query=query)
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
+@dataclass
+class Service:
+    tree: Path
+    proc: subprocess.Popen[bytes]
+    port: int
 
 
-class InstantGenerator:
-    """Answers at once with the stand-in's default reply (no network: its cost is not the service's)."""
+@dataclass
+class Round:
+    tree: Path
+    answered: int
+    other: dict[int, int]
+    cpu_s: float
+    wall_s: float
+    threads: dict[str, float]  # CPU seconds by thread name (threads that ended in the round are not in it)
 
     @property
-    def model(self) -> str:
-        return "standin-model"
-
-    @property
-    def mode(self) -> Literal["generative", "extractive"]:
-        return "generative"
-
-    async def complete(self, prompt: Prompt) -> str:
-        return "".join(DEFAULT_REPLY)
-
-    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
-        for piece in DEFAULT_REPLY:
-            yield piece
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
+    def cpu_ms(self) -> float:
+        return self.cpu_s / max(1, self.answered) * 1000
 
 
-def build(tmp: Path, chunks: int) -> tuple[object, object]:
-    secrets = tmp / "secrets"
-    secrets.mkdir()
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    entry = {"id": "bench", "sha256": digest, "groups": ["bench"], "roles": ["query"]}
-    (secrets / "api-keys.json").write_text(json.dumps([entry]))
-    settings = Settings(
-        data_dir=tmp / "data",
-        secrets_dir=secrets,
-        retrieval={"min_dense_score": 0.0},
-        api={"rate_limit_per_minute": 10**9, "rate_limit_burst": 10**9},
-    )
-    embedder = WordCountEmbedder()
-    index = open_edge(tmp / "index", name="bench", model_id=embedder.model_id, dimension=embedder.dimension)
-    rng = random.Random(7)
-    items = []
-    for i in range(chunks):
-        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + "."
-        doc = f"doc{i // 10:04d}"
-        chunk = Chunk(
-            id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{doc}/{i}")),
-            doc_id=doc,
-            source=f"{doc}.md",
-            title=doc,
-            chunk_index=i % 10,
-            text=text,
-            content_sha256="0" * 64,
-            acl_groups=("bench",),
-        )
-        items.append(IndexedChunk(chunk=chunk, dense=embedder.embed([text])[0]))
-    index.upsert(items)
-    components = build_components(settings, embedder=embedder, index=index, generator=InstantGenerator())
-    return create_app(settings, components=components), index
+def read_scifact(folder: Path, docs: int) -> tuple[list[dict[str, str]], list[str]]:
+    corpus, questions = [], []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if len(corpus) >= docs:
+                break
+            corpus.append(json.loads(line))
+    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
+        questions = [json.loads(line)["text"] for line in fh]
+    return corpus, questions
 
 
-async def run(app: object, requests: int, stream: bool, rounds: int, profile: bool) -> list[float]:
-    rng = random.Random(1)
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-    bodies = [
-        json.dumps({"question": " ".join(rng.choice(WORDS) for _ in range(5)), "stream": stream}).encode()
-        for _ in range(64)
-    ]
-    per_request_ms: list[float] = []
-    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-        for body in bodies[:50]:  # warm-up
-            (await client.post("/v1/query", content=body, headers=headers)).raise_for_status()
-        for _ in range(rounds):
-            prof = cProfile.Profile() if profile else None
-            t0 = time.process_time()
-            if prof is not None:
-                prof.enable()
-            for i in range(requests):
-                r = await client.post("/v1/query", content=bodies[i % len(bodies)], headers=headers)
-                if r.status_code != 200:
-                    raise SystemExit(f"status {r.status_code}")
-            if prof is not None:
-                prof.disable()
-                out = io.StringIO()
-                stats = pstats.Stats(prof, stream=out).sort_stats(os.environ.get("SORT", "cumulative"))
-                stats.print_stats(os.environ.get("FILTER", ""), int(os.environ.get("TOP", "60")))
-                if os.environ.get("CALLERS"):
-                    stats.print_callers(os.environ["CALLERS"])
-                print(out.getvalue())
-            per_request_ms.append((time.process_time() - t0) / requests * 1000)
-    return per_request_ms
+def ingest(corpus: list[dict[str, str]], work: Path, env: dict[str, str]) -> None:
+    """``docquery ingest`` of the documents as files, through the stand-in's embeddings (as the service embeds)."""
+    root = work / "corpus"
+    root.mkdir()
+    (root / ".docquery-acl.yaml").write_text(f"groups: [{GROUP}]\n", encoding="utf-8")
+    for doc in corpus:
+        (root / f"{doc['_id']}.txt").write_text(f"{doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "docquery.cli", "ingest", str(root), "--json"]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"docquery ingest exited {done.returncode}: {done.stderr[-2000:]}")
+    report = json.loads(done.stdout)
+    print(f"ingested {len(corpus)} documents, {report['chunks_written']} chunks", flush=True)
 
 
-def parts() -> dict[str, float]:
-    """Each defence alone, in µs per call (best of 7 repeats: the least disturbed by other load)."""
-    rng = random.Random(3)
-    snippet = " ".join(rng.choice(WORDS) for _ in range(45))[:300]
-    sanitizer = Sanitizer()
-    audit = AuditLog()
-    share = LlmShare(16, 0.5)
-    limiter = RateLimiter(10**9, 10**9)
-    failures = AuthFailureLimiter(10, 10)
-    ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, str(i))) for i in range(5)]
-
-    def stream() -> None:
-        s = StreamSanitizer(sanitizer)
-        for piece in DEFAULT_REPLY:
-            s.feed(piece)
-        s.flush()
-
-    def fair() -> None:
-        # A free slot is taken without suspending: the coroutine ends at its first step.
-        with contextlib.suppress(StopIteration):
-            share.acquire("key:bench").send(None)
-        share.release("key:bench")
-
-    def record() -> None:
-        audit.record(
-            request_id=uuid.uuid4().hex,
-            principal="key:bench",
-            method="POST",
-            route="/v1/query",
-            status=200,
-            outcome="answered",
-            doc_ids=[f"doc{i:04d}" for i in range(5)],
-            chunk_ids=ids,
-            duration_ms=1.5,
-        )
-
-    cases = {
-        "answer (stand-in reply, one shot)": lambda: sanitizer("".join(DEFAULT_REPLY)),
-        "answer (stand-in reply, streamed)": stream,
-        "citation snippet label (300 chars)": lambda: sanitizer.label(snippet),
-        "citation short label (doc id)": lambda: sanitizer.label("doc0001.md"),
-        "audit record + JSON log line": record,
-        "LLM share acquire + release": fair,
-        "rate limiter take": lambda: limiter.take("key:bench"),
-        "failed-auth limiter check": lambda: failures.blocked("127.0.0.1"),
+def settings_env(work: Path, llm_base: str, embedder: str) -> dict[str, str]:
+    """The product's defaults, except what the setup names (module docstring)."""
+    env = {
+        **service_env(work, write_secrets(work), llm_base, 0),
+        "DOCQUERY_LLM__MAX_CONCURRENCY": "64",
+        "DOCQUERY_LOG_LEVEL": "INFO",
+        "HF_HUB_OFFLINE": "1",
     }
-    return {name: min(timeit.repeat(fn, number=2000, repeat=7)) / 2000 * 1e6 for name, fn in cases.items()}
+    del env["DOCQUERY_API__LLM_SHARE"]  # the default share
+    if embedder == "local":  # the default: the bundled model in the service's own process
+        env = {k: v for k, v in env.items() if not k.startswith("DOCQUERY_EMBEDDER__")}
+    return env
+
+
+def start(tree: Path, data: Path, env: dict[str, str], profile: Path | None) -> Service:
+    port = free_port()
+    serve = ["-m", "docquery.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if profile is not None:
+        serve = ["-m", "pyinstrument", "-r", "pyisession", "-o", str(profile), *serve]
+    log = (data.parent / f"service-{port}.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, *serve],
+        cwd=tree,
+        env={**env, "PYTHONPATH": str(tree), "DOCQUERY_DATA_DIR": str(data), "DOCQUERY_METRICS_PORT": str(free_port())},
+        stdout=log,
+        stderr=log,
+    )
+    wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+    return Service(tree, proc, port)
+
+
+def stop(service: Service) -> None:
+    # SIGINT: uvicorn shuts down in order, so a profiler around it writes its session.
+    service.proc.send_signal(signal.SIGINT)
+    try:
+        service.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        service.proc.kill()
+        service.proc.wait()
+
+
+async def drive(
+    port: int, clients: int, requests: int, questions: list[str], delay: float
+) -> tuple[int, dict[int, int]]:
+    """``clients`` closed-loop clients, their first requests spread over one LLM delay (no lockstep)."""
+    rng = random.Random(requests)
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    remaining, answered, other = requests, 0, dict[int, int]()
+    conns = [RawConnection("127.0.0.1", port) for _ in range(clients)]
+
+    async def client(n: int, conn: RawConnection) -> None:
+        nonlocal remaining, answered
+        await asyncio.sleep(delay * n / clients)
+        while remaining > 0:
+            remaining -= 1
+            body = json.dumps({"question": rng.choice(questions), "top_k": 5}).encode()
+            status, _, payload = await conn.post("/v1/query", body, headers)
+            if status == 200 and json.loads(payload)["citations"]:
+                answered += 1
+            else:
+                other[status] = other.get(status, 0) + 1
+
+    try:
+        await asyncio.gather(*(client(n, c) for n, c in enumerate(conns)))
+    finally:
+        for c in conns:
+            c.close()
+    return answered, other
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a process's threads: the main thread (the event loop), the others summed by thread name
+    with its trailing number dropped (Python's own threads are all named after the program)."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            head, _, rest = (task / "stat").read_text().rpartition(")")
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = "main" if task.name == str(pid) else head.partition("(")[2].rstrip("0123456789_-") or "?"
+        fields = rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def measure(service: Service, args: argparse.Namespace, questions: list[str], requests: int) -> Round:
+    cpu0, threads0, t0 = cpu_seconds(service.proc.pid), thread_cpu(service.proc.pid), time.perf_counter()
+    answered, other = asyncio.run(drive(service.port, args.clients, requests, questions, args.delay))
+    wall, cpu = time.perf_counter() - t0, cpu_seconds(service.proc.pid) - cpu0
+    threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(service.proc.pid).items()}
+    return Round(service.tree, answered, other, cpu, wall, threads)
+
+
+def report(rounds: list[Round], trees: list[Path]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for tree in trees:
+        mine = [r for r in rounds if r.tree == tree]
+        cpu = [r.cpu_ms for r in mine]
+        out[str(tree)] = {
+            "cpu_ms_per_answer": [round(x, 2) for x in cpu],
+            "median": round(statistics.median(cpu), 2),
+            "answers_per_s": [round(r.answered / r.wall_s, 1) for r in mine],
+            "not_answered": [r.other for r in mine],
+            "cpu_ms_per_answer_by_thread": [
+                {k: round(v / max(1, r.answered) * 1000, 2) for k, v in sorted(r.threads.items()) if v > 0}
+                for r in mine
+            ],
+        }
+    return out
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scifact", type=Path, nargs="?", default=os.environ.get("SCIFACT_DIR"))
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--requests", type=int, default=1500, help="answers asked for in each round")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per tree")
+    ap.add_argument("--delay", type=float, default=0.05, help="the stand-in's time to first token, seconds")
+    ap.add_argument("--tree", type=Path, action="append", help="a source tree to serve from (repeatable)")
+    ap.add_argument(
+        "--embedder",
+        choices=("local", "standin"),
+        default="local",
+        help="local: the bundled model in the service (the default setting); standin: the stand-in's /v1/embeddings",
+    )
+    ap.add_argument(
+        "--cache", type=Path, help="keep the ingested collection here and reuse it (same --docs, --embedder)"
+    )
+    ap.add_argument("--profile", type=Path, help="run the service under pyinstrument and save the session here")
+    args = ap.parse_args()
+    if args.scifact is None or not (Path(args.scifact) / "corpus.jsonl").is_file():
+        ap.error("give a SciFact folder holding corpus.jsonl and queries.jsonl (or set SCIFACT_DIR)")
+    args.tree = [t.resolve() for t in (args.tree or [ROOT])]
+    if args.profile is not None and len(args.tree) != 1:
+        ap.error("--profile runs one tree")
+    return args
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--chunks", type=int, default=500)
-    parser.add_argument("--stream", action="store_true", help="stream: true (SSE) instead of JSON")
-    parser.add_argument("--profile", action="store_true", help="print a cProfile of each round")
-    parser.add_argument("--parts", action="store_true", help="time each defence alone (µs per call)")
-    args = parser.parse_args()
-    log_sink = open("/dev/null", "w")  # noqa: SIM115, PTH123 (kept open for the run)
-    if args.parts:
-        configure_logging("INFO", "json")
-        sys.stderr = log_sink
-        us = parts()
-        sys.stderr = sys.__stderr__
-        print(json.dumps({name: round(v, 2) for name, v in us.items()}))
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        app, index = build(Path(tmp), args.chunks)
-        # The JSON log lines are formatted and written, as in production, then dropped.
-        configure_logging("INFO", "json")
-        logging.getLogger("httpx").setLevel(logging.WARNING)
-        sys.stderr = log_sink
-        try:
-            ms = asyncio.run(run(app, args.requests, args.stream, args.rounds, args.profile))
-        finally:
-            sys.stderr = sys.__stderr__
-            index.close()  # type: ignore[attr-defined]
-    kind = "stream" if args.stream else "json"
-    rounded = [round(x, 4) for x in ms]
-    print(json.dumps({"kind": kind, "cpu_ms_per_request": rounded, "median": round(statistics.median(ms), 4)}))
+    args = parse_args()
+    corpus, questions = read_scifact(Path(args.scifact), args.docs)
+    work = Path(tempfile.mkdtemp(prefix="dq-cpu-"))
+    standin, llm_base = start_standin(args.delay)
+    services: list[Service] = []
+    try:
+        env = settings_env(work, llm_base, args.embedder)
+        if args.cache is not None and (args.cache / "data").is_dir():
+            shutil.copytree(args.cache / "data", work / "data")
+        else:
+            ingest(corpus, work, env)
+            if args.cache is not None:
+                shutil.copytree(work / "data", args.cache / "data")
+        for n, tree in enumerate(args.tree):
+            data = work / f"data-{n}"
+            shutil.copytree(work / "data", data)
+            services.append(start(tree, data, env, args.profile))
+        for service in services:  # warm-up: imports, first queries, connection pools
+            measure(service, args, questions, 200)
+        rounds: list[Round] = []
+        for i in range(args.rounds):
+            order = services if i % 2 == 0 else services[::-1]
+            for service in order:
+                rounds.append(r := measure(service, args, questions, args.requests))
+                print(
+                    f"round {i + 1} {service.tree}: {r.cpu_ms:.2f} ms CPU per answer, {r.answered} answers "
+                    f"({r.answered / r.wall_s:.0f}/s), not answered {r.other}, load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+        print(json.dumps({"embedder": args.embedder, "docs": len(corpus), **report(rounds, args.tree)}))
+    finally:
+        for service in services:
+            stop(service)
+        standin.terminate()
+        standin.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    if args.profile is not None:
+        from benchmarks.api_cpu_profile import breakdown
+
+        print(breakdown(args.profile))
 
 
 if __name__ == "__main__":

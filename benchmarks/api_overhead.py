@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -468,6 +469,7 @@ def measure(args: argparse.Namespace, delay: float, rng: random.Random) -> Run:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        shutil.rmtree(work, ignore_errors=True)  # the collection, keys and service log of this run
 
 
 def main() -> int:

@@ -32,6 +32,7 @@ from benchmarks.api_overhead import ingest, start_service, start_standin
 
 SLOTS = 64
 Q = {"question": "policy leave salary budget"}
+DROPPED = 0  # the counters' key for a request whose connection failed (no status)
 TENANT_KEYS = {"tenant-a": "bench-key-tenant-a-0123456789", "tenant-b": "bench-key-tenant-b-0123456789"}
 
 
@@ -57,7 +58,11 @@ async def drive(base: str, key: str, clients: int, until: float, *, out: Counter
         async def one() -> None:
             while time.monotonic() < until:
                 t0 = time.monotonic()
-                r = await c.post("/v1/query", json=Q, headers=headers)
+                try:
+                    r = await c.post("/v1/query", json=Q, headers=headers)
+                except httpx.TransportError:
+                    out[DROPPED] += 1  # the connection closed or reset with the request unanswered
+                    continue
                 out[r.status_code] += 1
                 if r.status_code == 200:
                     lat.append(time.monotonic() - t0)
@@ -68,9 +73,10 @@ async def drive(base: str, key: str, clients: int, until: float, *, out: Counter
 def summary(name: str, out: Counter[int], lat: list[float], seconds: float) -> str:
     p50 = statistics.median(lat) * 1000 if lat else float("nan")
     p99 = statistics.quantiles(lat, n=100)[98] * 1000 if len(lat) >= 100 else float("nan")
-    others = sum(v for k, v in out.items() if k not in (200, 503))
+    others = sum(v for k, v in out.items() if k not in (200, 503, DROPPED))
     return (
-        f"{name}: {out[200]} answers ({out[200] / seconds:.0f}/s), {out[503]} of 503, other {others}; "
+        f"{name}: {out[200]} answers ({out[200] / seconds:.0f}/s), {out[503]} of 503, other {others}, "
+        f"{out[DROPPED]} connections dropped; "
         f"latency p50 {p50:.0f} ms, p99 {p99:.0f} ms"
     )
 

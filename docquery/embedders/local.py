@@ -17,13 +17,15 @@ operation, so a core taken by ingest's parser or writer would stall all of them,
 while separate workers each lose only their own time. Bulk commands tune glibc
 malloc to keep the passes' buffers (docquery/runtime/malloc.py). A single text (a query)
 runs on the caller's thread with torch's default threads. The measurements behind
-both choices are in docs/design.md.
+both choices are in docs/design.md. Questions the service embeds at the same time share
+one pass (coalesce.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -35,6 +37,7 @@ from typing import Any, Literal
 
 from docquery.config.settings import EmbedderPrecision as Precision
 from docquery.core.errors import EmbedderError
+from docquery.embedders.coalesce import Coalescer
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
@@ -113,6 +116,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self.workers = resolve_workers(workers, device=device)
         self._pool: ThreadPoolExecutor | None = None
+        self._coalesce = Coalescer(functools.partial(self.embed, query=True), batch_size)
 
     @property
     def model_id(self) -> str:
@@ -140,9 +144,11 @@ class LocalEmbedder:
             raise EmbedderError("encode") from None
 
     async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
-        # One hand-off: the model computes on a worker thread (torch releases the GIL), so the
-        # event loop keeps serving other requests meanwhile.
-        return await asyncio.to_thread(self.embed, texts, query=query)
+        # The model computes on a worker thread (torch releases the GIL), so the event loop keeps
+        # serving meanwhile; questions that arrive while it is busy share its next pass (coalesce.py).
+        if query:
+            return await self._coalesce(texts)
+        return await asyncio.to_thread(self.embed, texts)
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         vectors = self._model.encode(
