@@ -139,12 +139,14 @@ def stitched(bullet: str, passage: str) -> bool:
 
 
 def page_of(source: str, corpus: Path) -> str:
-    """A passage's page as the questions name it: its path under the corpus folder."""
+    """A passage's page as the questions name it: its path under the corpus folder. A source is
+    that path under the folder ingested (``CORPUS/library/csv.html``), or an absolute one."""
     path = Path(source)
-    try:
+    if path.is_absolute():
         return path.relative_to(corpus.resolve()).as_posix()
-    except ValueError:
-        return path.name
+    if path.parts[:1] == (corpus.name,):
+        return Path(*path.parts[1:]).as_posix()
+    raise ValueError(f"{source} is not a page of {corpus}")
 
 
 def _high_water_kb(pid: int) -> int:

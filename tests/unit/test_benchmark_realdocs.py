@@ -64,8 +64,13 @@ def test_an_unknown_corpus_asks_for_its_questions(tmp_path: Path) -> None:
 
 def test_a_passage_names_its_page_by_its_path_under_the_corpus(tmp_path: Path) -> None:
     corpus = tmp_path / "python3.11-doc"
+    assert evaluate.page_of("python3.11-doc/library/index.html", corpus) == "library/index.html"  # as ingest names it
     assert evaluate.page_of(str(corpus / "library" / "index.html"), corpus) == "library/index.html"
-    assert evaluate.page_of(str(corpus / "sql-copy.html"), corpus) == "sql-copy.html"
+    assert (
+        evaluate.page_of("postgresql-doc-15-200/sql-copy.html", tmp_path / "postgresql-doc-15-200") == "sql-copy.html"
+    )
+    with pytest.raises(ValueError, match="not a page"):
+        evaluate.page_of("other/library/index.html", corpus)
 
 
 @pytest.mark.parametrize("name", ["questions.json", "questions-python.json"])
