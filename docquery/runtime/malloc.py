@@ -15,8 +15,7 @@ page faults and kernel time this saves are measured in docs/design.md.
 - up to 1 GiB of free memory at the top of the heap is kept, not returned.
 
 Kept memory fragments: passes of different lengths leave holes that later buffers do not fit,
-between blocks that live on (texts, vectors, the index's own), so the heap grew with every
-embed call while what was in use stayed flat (measured in docs/benchmarks.md, "Memory").
+so the heap grew with every embed call while what was in use stayed flat (measured in docs/benchmarks.md, "Memory").
 :func:`give_back_kept_memory` hands the free pages back
 (``malloc_trim``, which also releases whole free pages inside the heap), once per embed call
 of many passes: the passes of one call still reuse each other's buffers, and the process's
