@@ -42,8 +42,8 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
 # Padded tokens one pass may hold. A pass's buffers grow with its texts times their length squared
 # (the attention scores), about 8 MB per text of 256 tokens: 32 such texts made a pass of 260 MB
-# per worker. Long texts go 16 to a pass, short ones still ``batch_size`` (docs/benchmarks.md).
-PASS_TOKENS = 16 * MAX_TOKENS
+# per worker. Long texts go 8 to a pass, short ones still ``batch_size`` (docs/benchmarks.md).
+PASS_TOKENS = 8 * MAX_TOKENS
 log = logging.getLogger("docquery.embedder")
 
 
