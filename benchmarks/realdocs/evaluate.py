@@ -1,19 +1,20 @@
 """The real-documents evaluation: ingest a public HTML manual, ask everyday questions, and measure
 what a user gets back.
 
-    .venv/bin/python benchmarks/realdocs/build.py            # once: fetch and copy the pages
-    .venv/bin/python benchmarks/realdocs/evaluate.py [--product DIR] [--json out.json]
+    .venv/bin/python -m benchmarks.realdocs.build [--package P]   # once: fetch and copy the pages
+    .venv/bin/python -m benchmarks.realdocs.evaluate [--corpus DIR] [--product DIR] [--json out.json]
 
 ``--product`` is the source tree whose DocQuery is measured (default: this one), so the same
 evaluation runs before and after a change (e.g. ``git archive BASE | tar -x -C /tmp/base``).
-Ingest runs as ``docquery ingest CORPUS --groups staff`` into a fresh data dir; the questions
-(questions.json) are then searched in-process with that tree's pipeline (top 5 passages) and
+Ingest runs as ``docquery ingest CORPUS --groups staff`` into a fresh data dir; the corpus's
+questions (questions.json for PostgreSQL's manual, questions-python.json for Python's: build.py's
+``CORPORA``) are then searched in-process with that tree's pipeline (top 5 passages) and
 the extractive generator answers from the passages it would be given.
 
 What is reported, per run, and how each is defined:
 
 - **hit@1, hit@3**: the share of questions whose first page, or one of the first three distinct
-  pages, among the returned passages is a page that answers it.
+  pages, among the returned passages is a page that answers it (pages are paths under the corpus).
 - **furniture**: a returned passage that is site furniture: one that holds a line of the furniture
   vocabulary below (navigation, "Prev Up Home Next", "Table of Contents", "Show Source", ...) or a
   permalink mark (¶), or that holds no code block, no table row and no line of six words or more
@@ -27,8 +28,10 @@ What is reported, per run, and how each is defined:
   contiguous run of the cited passage's text, whitespace folded; a bullet with an ellipsis must be
   contiguous runs, in order, between its ellipses.
 - **ingest seconds and peak RSS**: wall time of ``docquery ingest``; the largest resident set of any
-  one of its processes (``getrusage(RUSAGE_CHILDREN)``: the ingest process or its parse process),
-  and the largest sum over its process tree, sampled every 0.2 s from /proc.
+  one of its processes (``getrusage(RUSAGE_CHILDREN)``: the ingest process or its parse process);
+  the peak of the ingest process and the largest peak of any process under it (the parse
+  process), each its kernel high-water mark (``VmHWM``) read from /proc every 0.2 s; and the
+  largest sum over its process tree, sampled alike.
 """
 
 from __future__ import annotations
@@ -48,7 +51,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-QUESTIONS = HERE / "questions.json"
 DEFAULT_CORPUS = Path.home() / ".cache" / "docquery" / "realdocs" / "corpus" / "postgresql-doc-15"
 TOP_K = 5
 
@@ -136,8 +138,30 @@ def stitched(bullet: str, passage: str) -> bool:
     return False
 
 
-def _tree_rss_kb(root: int) -> int:
-    """Resident set of ``root`` and its descendants now (Linux /proc), in KiB."""
+def page_of(source: str, corpus: Path) -> str:
+    """A passage's page as the questions name it: its path under the corpus folder. A source is
+    that path under the folder ingested (``CORPUS/library/csv.html``), or an absolute one."""
+    path = Path(source)
+    if path.is_absolute():
+        return path.relative_to(corpus.resolve()).as_posix()
+    if path.parts[:1] == (corpus.name,):
+        return Path(*path.parts[1:]).as_posix()
+    raise ValueError(f"{source} is not a page of {corpus}")
+
+
+def _high_water_kb(pid: int) -> int:
+    """The kernel's peak resident set of ``pid`` so far (VmHWM), in KiB; 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_rss_kb(root: int) -> dict[int, int]:
+    """Resident set of ``root`` and of each of its descendants now (Linux /proc), in KiB."""
     parent: dict[int, int] = {}
     rss: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -153,7 +177,7 @@ def _tree_rss_kb(root: int) -> int:
         more = {p for p, pp in parent.items() if pp in tree} - tree
         grew = bool(more)
         tree |= more
-    return sum(rss.get(p, 0) for p in tree)
+    return {p: rss.get(p, 0) for p in tree}
 
 
 def run_ingest(product: Path, corpus: Path, data_dir: Path) -> dict[str, Any]:
@@ -168,13 +192,16 @@ def run_ingest(product: Path, corpus: Path, data_dir: Path) -> dict[str, Any]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    peak_tree_kb = 0
+    peak_tree_kb = peak_main_kb = peak_child_kb = 0
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_tree_kb
+        nonlocal peak_tree_kb, peak_main_kb, peak_child_kb
         while not stop.wait(0.2):
-            peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid))
+            tree = _tree_rss_kb(proc.pid)
+            peak_tree_kb = max(peak_tree_kb, sum(tree.values()))
+            peak_main_kb = max(peak_main_kb, _high_water_kb(proc.pid))
+            peak_child_kb = max([peak_child_kb, *(_high_water_kb(p) for p in tree if p != proc.pid)])
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -189,18 +216,19 @@ def run_ingest(product: Path, corpus: Path, data_dir: Path) -> dict[str, Any]:
         "seconds": round(seconds, 1),
         "peak_rss_mb": round(peak_mb),
         "peak_tree_rss_mb": round(peak_tree_kb / 1024),
+        "peak_ingest_process_mb": round(peak_main_kb / 1024),
+        "peak_parse_process_mb": round(peak_child_kb / 1024),
         "report": json.loads(out),
     }
 
 
-def run_queries(product: Path, data_dir: Path, out: Path) -> None:
+def run_queries(product: Path, data_dir: Path, out: Path, questions: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(product), "DOCQUERY_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--query-phase", str(out)], env=env, cwd=product, check=True
-    )
+    argv = [sys.executable, str(Path(__file__).resolve()), "--query-phase", str(out), "--questions", str(questions)]
+    subprocess.run(argv, env=env, cwd=product, check=True)
 
 
-def query_phase(out: Path) -> None:
+def query_phase(out: Path, questions_file: Path) -> None:
     """Runs inside the measured tree (its PYTHONPATH): search, then the extractive generator."""
     import asyncio
 
@@ -210,7 +238,7 @@ def query_phase(out: Path) -> None:
     from docquery.rag.prompting import build_prompt
     from docquery.wiring import build_components
 
-    questions = json.loads(QUESTIONS.read_text())["questions"]
+    questions = json.loads(questions_file.read_text())["questions"]
     components = build_components(load_settings(), create_index=False)
     principal = Principal(id="realdocs", groups=frozenset({"staff"}))
     generator = ExtractiveGenerator()
@@ -236,21 +264,21 @@ def query_phase(out: Path) -> None:
         components.close()
 
 
-def score(rows: list[dict[str, Any]], corpus: Path) -> dict[str, Any]:
-    questions = {q["q"]: set(q["pages"]) for q in json.loads(QUESTIONS.read_text())["questions"]}
+def score(rows: list[dict[str, Any]], corpus: Path, questions_file: Path) -> dict[str, Any]:
+    questions = {q["q"]: set(q["pages"]) for q in json.loads(questions_file.read_text())["questions"]}
     hit1 = hit3 = passages = furniture = stubs = bad_passages = answers_damaged = 0
     bullets = stitched_bullets = 0
     examples: dict[str, list[str]] = {"furniture": [], "stub": [], "damaged": [], "stitched": []}
     code_of: dict[str, list[list[str]]] = {}
     for row in rows:
         gold = questions[row["q"]]
-        pages = list(dict.fromkeys(Path(p["source"]).name for p in row["passages"]))
+        pages = list(dict.fromkeys(page_of(p["source"], corpus) for p in row["passages"]))
         hit1 += bool(pages[:1] and pages[0] in gold)
         hit3 += bool(set(pages[:3]) & gold)
         answer_damage = False
         for p in row["passages"]:
             passages += 1
-            name = Path(p["source"]).name
+            name = page_of(p["source"], corpus)
             if name not in code_of:
                 code_of[name] = pre_blocks(corpus / name)
             text = p["text"]
@@ -275,7 +303,7 @@ def score(rows: list[dict[str, Any]], corpus: Path) -> dict[str, Any]:
             if stitched(MARKER.sub("", line[2:]), cited["text"]):
                 stitched_bullets += 1
                 examples["stitched"].append(fold(line)[:100])
-            if damaged(line, code_of[Path(cited["source"]).name]):
+            if damaged(line, code_of[page_of(cited["source"], corpus)]):
                 answer_damage = True
         answers_damaged += answer_damage
     n = len(rows)
@@ -303,28 +331,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--keep", type=Path, default=None, help="keep the ingest figures and answers here (a folder)")
     ap.add_argument("--rescore", type=Path, default=None, help="score a --keep folder again, without running")
+    ap.add_argument("--questions", type=Path, default=None, help="default: the corpus's own (build.py)")
     ap.add_argument("--query-phase", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.query_phase is not None:
-        query_phase(args.query_phase)
+    if args.query_phase is not None:  # runs in the measured tree, which may not hold this package
+        query_phase(args.query_phase, args.questions)
         return 0
+    from benchmarks.realdocs.build import questions_for
+
+    questions = args.questions or questions_for(args.corpus)
     if args.rescore is not None:
         kept = json.loads((args.rescore / "ingest.json").read_text())
         rows = json.loads((args.rescore / "rows.json").read_text())
-        return _emit(args, kept, score(rows, args.corpus))
+        return _emit(args, kept, score(rows, args.corpus, questions))
     if not args.corpus.is_dir():
         raise SystemExit(f"no corpus at {args.corpus}: run benchmarks/realdocs/build.py first")
     with tempfile.TemporaryDirectory(prefix="realdocs-") as tmp:
         data_dir = Path(tmp) / "data"
         ingest = run_ingest(args.product.resolve(), args.corpus, data_dir)
         rows_file = Path(tmp) / "rows.json"
-        run_queries(args.product.resolve(), data_dir, rows_file)
+        run_queries(args.product.resolve(), data_dir, rows_file, questions)
         rows = json.loads(rows_file.read_text())
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             (args.keep / "ingest.json").write_text(json.dumps(ingest))
             (args.keep / "rows.json").write_text(json.dumps(rows))
-    return _emit(args, ingest, score(rows, args.corpus))
+    return _emit(args, ingest, score(rows, args.corpus, questions))
 
 
 def _emit(args: argparse.Namespace, ingest: dict[str, Any], figures: dict[str, Any]) -> int:
@@ -332,12 +364,14 @@ def _emit(args: argparse.Namespace, ingest: dict[str, Any], figures: dict[str, A
     figures = {
         "label": args.label,
         "product": str(args.product),
-        "pages": len(list(args.corpus.glob("*.html"))),
+        "pages": len(list(args.corpus.rglob("*.html"))),
         "chunks": report.get("chunks_written"),
         "html_whole_body": report.get("html_whole_body"),
         "ingest_seconds": ingest["seconds"],
         "ingest_peak_rss_mb": ingest["peak_rss_mb"],
         "ingest_peak_tree_rss_mb": ingest.get("peak_tree_rss_mb"),
+        "ingest_peak_ingest_process_mb": ingest.get("peak_ingest_process_mb"),
+        "ingest_peak_parse_process_mb": ingest.get("peak_parse_process_mb"),
         **figures,
     }
     text = json.dumps(figures, indent=2, ensure_ascii=False)

@@ -10,12 +10,13 @@ in float32), which is faster and gives vectors interchangeable with float32 ones
 inside one collection. Without native support bfloat16 would be emulated, so "auto"
 stays in float32.
 
-Workers: on CPU, a call of more than one forward pass is split into passes of
-``batch_size`` texts (longest first) that ``workers`` threads take in turn, each
+Workers: on CPU, a call of more than one forward pass is split into passes of at
+most ``batch_size`` texts and ``PASS_TOKENS`` tokens (longest first) that ``workers`` threads take in turn, each
 running torch with one thread: torch's own threads meet at a barrier after every
 operation, so a core taken by ingest's parser or writer would stall all of them,
 while separate workers each lose only their own time. Bulk commands tune glibc
-malloc to keep the passes' buffers (docquery/runtime/malloc.py). A single text (a query)
+malloc to keep the passes' buffers, and each call of many passes gives back what they left
+free (docquery/runtime/malloc.py). A single text (a query)
 runs on the caller's thread with torch's default threads. The measurements behind
 both choices are in docs/design.md. Questions the service embeds at the same time share
 one pass (coalesce.py).
@@ -38,9 +39,14 @@ from typing import Any, Literal
 from docquery.config.settings import EmbedderPrecision as Precision
 from docquery.core.errors import EmbedderError
 from docquery.embedders.coalesce import Coalescer
+from docquery.runtime.malloc import give_back_kept_memory
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
+# Padded tokens one pass may hold. A pass's buffers grow with its texts times their length squared
+# (the attention scores), about 8 MB per text of 256 tokens: 32 such texts made a pass of 260 MB
+# per worker. Long texts go 8 to a pass, short ones still ``batch_size`` (docs/benchmarks.md).
+PASS_TOKENS = 8 * MAX_TOKENS
 log = logging.getLogger("docquery.embedder")
 
 
@@ -136,10 +142,16 @@ class LocalEmbedder:
             return []
         try:
             with self._lock:
-                if self.workers > 1 and len(texts) > self._batch_size:
-                    return self._embed_in_workers(list(texts))
-                with self._autocast():
-                    return self._encode(list(texts))
+                try:
+                    if self.workers > 1 and len(texts) > self._batch_size:
+                        return self._embed_in_workers(list(texts))
+                    with self._autocast():
+                        return self._encode(list(texts))
+                finally:
+                    if len(texts) > self._batch_size:
+                        # A bulk call's passes reused each other's buffers; what they left free goes back
+                        # now, or it fragments and the process grows with every call (runtime/malloc.py).
+                        give_back_kept_memory()
         except Exception:
             raise EmbedderError("encode") from None
 
@@ -157,12 +169,24 @@ class LocalEmbedder:
         )  # fmt: skip
         return [list(map(float, v)) for v in vectors]
 
+    def _passes(self, texts: list[str]) -> list[list[int]]:
+        """Indexes of ``texts``, longest first, in passes of at most ``batch_size`` texts and
+        ``PASS_TOKENS`` tokens once padded to the pass's longest."""
+        tokens = self._model.tokenizer(texts, truncation=True, max_length=MAX_TOKENS)["input_ids"]
+        sizes = [len(ids) for ids in tokens]
+        passes: list[list[int]] = []
+        current: list[int] = []
+        for i in sorted(range(len(texts)), key=lambda i: -sizes[i]):
+            width = sizes[current[0]] if current else sizes[i]  # the first is the longest
+            if current and (len(current) == self._batch_size or (len(current) + 1) * width > PASS_TOKENS):
+                passes.append(current)
+                current = []
+            current.append(i)
+        return [*passes, current] if current else passes
+
     def _embed_in_workers(self, texts: list[str]) -> list[list[float]]:
-        """Passes of ``batch_size`` texts, longest first, taken in turn by the workers."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        passes: Iterator[list[int]] = iter(
-            [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
-        )
+        """Passes of ``_passes``, taken in turn by the workers."""
+        passes: Iterator[list[int]] = iter(self._passes(texts))
         take = threading.Lock()
         failed = threading.Event()
         out: list[list[float]] = [[] for _ in texts]

@@ -14,9 +14,14 @@ page faults and kernel time this saves are measured in docs/design.md.
 - blocks up to 32 MiB (the most glibc accepts on 64-bit) come from the heap, not ``mmap``;
 - up to 1 GiB of free memory at the top of the heap is kept, not returned.
 
-The cost is memory held after the peak: the process keeps what its largest passes used, which
-it would need again for the next one. The measured peak did not grow. Bulk jobs call this; the
-query service does not, since it embeds one question at a time.
+Kept memory fragments: passes of different lengths leave holes that later buffers do not fit,
+so the heap grew with every embed call while what was in use stayed flat (measured in docs/benchmarks.md, "Memory").
+:func:`give_back_kept_memory` hands the free pages back
+(``malloc_trim``, which also releases whole free pages inside the heap), once per embed call
+of many passes: the passes of one call still reuse each other's buffers, and the process's
+size is bounded by one call's working set, not by the length of the run.
+
+Bulk jobs call this; the query service does not, since it embeds one question at a time.
 
 It must run before the threads it should cover make their first allocation (a thread keeps the
 arena it first got), so the CLI calls it before building any component. It changes the whole
@@ -41,6 +46,8 @@ TRIM_THRESHOLD = 1024 * 1024 * 1024
 
 SETTINGS = ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
+_tuned: list[ctypes.CDLL] = []  # the C library, once this process keeps freed memory
+
 
 def tune_for_bulk_embedding() -> bool:
     """Apply the settings above; True when all took effect. On a C library other than glibc
@@ -49,7 +56,8 @@ def tune_for_bulk_embedding() -> bool:
         log.info("malloc tuning skipped: not glibc")
         return False
     try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
     except (OSError, AttributeError):
         log.warning("malloc tuning skipped: mallopt not found")
         return False
@@ -57,4 +65,16 @@ def tune_for_bulk_embedding() -> bool:
     applied = all([mallopt(param, value) == 1 for param, value in SETTINGS])  # a list: try every one
     if not applied:
         log.warning("malloc tuning: glibc refused a setting; bulk embedding may fault more")
+    _tuned[:] = [libc]  # even a partly applied tuning keeps memory that only a trim gives back
     return applied
+
+
+def give_back_kept_memory() -> bool:
+    """Return the free memory the tuning kept to the kernel; True when it ran. Does nothing in a
+    process that was not tuned (the query service), where glibc trims by itself."""
+    if not _tuned:
+        return False
+    trim = _tuned[0].malloc_trim
+    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
+    trim(0)  # 0: keep no slack at the top; returns whether anything was released, which does not matter
+    return True

@@ -122,3 +122,51 @@ def test_workers_match_on_real_abstracts(embedder: LocalEmbedder, monkeypatch: p
     parallel = embedder.embed(texts)
     monkeypatch.setattr(embedder, "workers", 1)
     assert min(_cos(a, b) for a, b in zip(parallel, embedder.embed(texts), strict=True)) >= 0.9999
+
+
+def test_passes_are_bounded_in_padded_tokens_and_in_texts(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docquery.embedders.local import MAX_TOKENS, PASS_TOKENS
+
+    passes: list[list[str]] = []
+    encode = embedder._encode
+
+    def recording(texts: list[str]) -> list[list[float]]:
+        passes.append(texts)
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "_encode", recording)
+    long_texts = [f"{i} " + "The planner estimates the cost of each plan node. " * 40 for i in range(40)]
+    short_texts = [f"{i}: VACUUM reclaims storage." for i in range(70)]
+    vectors = embedder.embed(long_texts + short_texts)
+    assert len(vectors) == 110 and all(vectors)
+    tokenizer = embedder.tokenizer
+    for texts in passes:
+        widest = max(len(tokenizer(t, truncation=True, max_length=MAX_TOKENS)["input_ids"]) for t in texts)
+        assert len(texts) <= 32 and len(texts) * widest <= PASS_TOKENS
+    sizes = sorted(len(t) for t in passes)
+    assert sizes.count(PASS_TOKENS // MAX_TOKENS) >= 2  # the long texts: a full window each, so fewer a pass
+    assert 32 in sizes  # short texts still fill a pass of batch_size
+
+
+def test_a_call_of_many_passes_gives_back_what_they_kept(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docquery.embedders.local
+
+    calls: list[int] = []
+
+    def give_back() -> bool:
+        calls.append(1)
+        return True
+
+    monkeypatch.setattr(docquery.embedders.local, "give_back_kept_memory", give_back)
+    embedder.embed(["one question"])
+    embedder.embed(_texts(10))
+    assert calls == []  # one pass: nothing kept between passes to give back
+    embedder.embed(_texts(70))
+    assert calls == [1]
+    monkeypatch.setattr(embedder, "workers", 1)
+    embedder.embed(_texts(70))
+    assert calls == [1, 1]

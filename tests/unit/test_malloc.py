@@ -81,3 +81,54 @@ def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
     with pytest.raises(Built):
         cmd_eval_retrieval(args, settings)
     assert calls == (["tune", "embedder"] if enabled else ["embedder"])
+
+
+class _Fn:
+    def __init__(self, calls: list[tuple[str, tuple[int, ...]]], name: str, result: int) -> None:
+        self.calls, self.name, self.result = calls, name, result
+        self.argtypes: object = None
+        self.restype: object = None
+
+    def __call__(self, *args: int) -> int:
+        self.calls.append((self.name, args))
+        return self.result
+
+
+class _FakeLibc:
+    """Records the calls a tuned process makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[int, ...]]] = []
+        self.mallopt = _Fn(self.calls, "mallopt", 1)
+        self.malloc_trim = _Fn(self.calls, "malloc_trim", 1)
+
+
+@pytest.fixture
+def fake_glibc(monkeypatch: pytest.MonkeyPatch) -> _FakeLibc:
+    libc = _FakeLibc()
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.36"))
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+    monkeypatch.setattr(malloc, "_tuned", [])  # this process's own state is never touched
+    return libc
+
+
+def test_an_untuned_process_gives_nothing_back(fake_glibc: _FakeLibc) -> None:
+    assert malloc.give_back_kept_memory() is False
+    assert fake_glibc.calls == []
+
+
+def test_a_tuned_process_gives_its_kept_memory_back_on_each_call(fake_glibc: _FakeLibc) -> None:
+    assert malloc.tune_for_bulk_embedding() is True
+    assert [name for name, _ in fake_glibc.calls] == ["mallopt"] * len(malloc.SETTINGS)
+    fake_glibc.calls.clear()
+    assert malloc.give_back_kept_memory() is True
+    assert malloc.give_back_kept_memory() is True
+    assert fake_glibc.calls == [("malloc_trim", (0,)), ("malloc_trim", (0,))]
+
+
+def test_a_partly_refused_tuning_still_gives_back(fake_glibc: _FakeLibc) -> None:
+    fake_glibc.mallopt.result = 0  # glibc refused: whatever took effect still keeps memory
+    assert malloc.tune_for_bulk_embedding() is False
+    assert malloc.give_back_kept_memory() is True
+    assert fake_glibc.calls[-1] == ("malloc_trim", (0,))
