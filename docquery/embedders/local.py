@@ -27,6 +27,7 @@ import contextlib
 import logging
 import math
 import os
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -83,6 +84,14 @@ def _one_torch_thread() -> None:
     import torch
 
     torch.set_num_threads(1)  # per thread under OpenMP: the caller's threads keep their count
+
+
+def use_threads(n: int) -> None:
+    """Bound the calling thread's torch threads to ``n`` (a background worker beside queries). Nothing when
+    torch is not loaded: then no model runs in this process."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)  # per thread under OpenMP, as ``_one_torch_thread``
 
 
 class LocalEmbedder:
