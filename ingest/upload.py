@@ -17,6 +17,7 @@ import codecs
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -30,7 +31,7 @@ from docquery.core.domain import DocumentRecord
 from docquery.core.ports import Embedder, IndexAdapter
 from docquery.core.uploads import UploadOutcome, UploadTask
 from docquery.embedders.local import use_threads
-from ingest.model import EXTRA_ACL_ORIGIN, EXTRA_PATH, FileRejected, PlannedDoc, PreparedDoc, SourceFile
+from ingest.model import EXTRA_ACL_ORIGIN, EXTRA_FLAGS, EXTRA_PATH, FileRejected, PlannedDoc, PreparedDoc, SourceFile
 from ingest.pipeline import pipeline_fingerprint
 from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import SNIFF_BYTES, TEXT_KINDS, Limits, looks_like_html, precheck, sniffs_as_text
@@ -42,6 +43,12 @@ from ingest.write.stream import StreamConfig, index_documents
 
 ZIP_MAGIC = b"PK\x03\x04"
 UPLOAD_ORIGIN = "upload"
+EXTRA_HELD = "quarantined_chunks"  # how many of the document's chunks the scan held out of search
+GONE = "the uploaded file is no longer in the spool; upload it again"
+
+
+# What the previous version's record said that the new one decides again.
+_PER_VERSION = (EXTRA_FLAGS, EXTRA_HELD, "reason")
 
 
 def upload_kind(name: str, head: bytes) -> str:
@@ -63,12 +70,16 @@ def upload_kind(name: str, head: bytes) -> str:
 
 
 def prepare_upload(
-    planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig, root: str, extra: dict[str, str]
+    planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig, meta: dict[str, tuple[str, dict[str, str]]]
 ) -> PreparedDoc:
-    """``prepare``, then the record as the upload keeps it (module level: it pickles for the parse process)."""
+    """``prepare``, then the record as the upload keeps it: ``meta`` gives each document's root and extra keys
+    (module level: it pickles for the parse process)."""
     prepared = prepare(planned, chunker, cfg)
+    root, extra = meta[planned.doc_id]
     # The path prepare records is the spool file's; a corpus document's own path comes in ``extra``.
     kept = {k: v for k, v in prepared.record.extra.items() if k != EXTRA_PATH}
+    if any(prepared.quarantined):
+        kept[EXTRA_HELD] = str(sum(prepared.quarantined))
     record: DocumentRecord = replace(prepared.record, root=root, extra=kept | extra)
     return replace(prepared, record=record)
 
@@ -85,6 +96,24 @@ def _hash(path: Path) -> tuple[bytes, str]:
     finally:
         os.close(fd)
     return head, h.hexdigest()
+
+
+def _check(task: UploadTask) -> UploadOutcome | tuple[str, str]:
+    """The file's loader and SHA-256, or how it ends before any parsing: skipped (a type no loader reads) or
+    failed (a header its loader refuses, such as a .pdf without %PDF; a spool file that is gone)."""
+    try:
+        head, sha = _hash(task.spool_file)
+    except OSError:
+        return UploadOutcome("failed", GONE)
+    try:
+        kind = upload_kind(task.name, head)
+    except FileRejected as exc:
+        return UploadOutcome("skipped", exc.reason)
+    try:
+        precheck(kind, head)
+    except FileRejected as exc:
+        return UploadOutcome("failed", exc.reason)
+    return kind, sha
 
 
 class UploadIngest:
@@ -113,19 +142,31 @@ class UploadIngest:
                 self._chunker = SentenceChunker(tokenizer_for(self.embedder), self.spec)
             return self._chunker
 
-    def process(self, task: UploadTask, stop: threading.Event) -> UploadOutcome:
-        try:
-            head, sha = _hash(task.spool_file)
-            kind = upload_kind(task.name, head)
-        except FileRejected as exc:
-            return UploadOutcome("skipped", exc.reason)
-        except OSError:
-            return UploadOutcome("failed", "the uploaded file is no longer in the spool; upload it again")
-        try:
-            precheck(kind, head)
-        except FileRejected as exc:
-            return UploadOutcome("failed", exc.reason)
-        planned, root, extra = self._planned(task, kind, sha)
+    def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
+        """One pipeline run for the batch (one parse process, embed calls across its documents)."""
+        outcomes: dict[str, UploadOutcome] = {}
+        planned: list[PlannedDoc] = []
+        meta: dict[str, tuple[str, dict[str, str]]] = {}
+        for task in tasks:
+            checked = _check(task)
+            if isinstance(checked, UploadOutcome):
+                outcomes[task.doc_id] = checked
+                continue
+            kind, sha = checked
+            doc, root, extra = self._planned(task, kind, sha)
+            planned.append(doc)
+            meta[task.doc_id] = (root, extra)
+        if planned:
+            self._index(planned, meta, stop, outcomes)
+        return [outcomes[t.doc_id] for t in tasks]
+
+    def _index(
+        self,
+        planned: list[PlannedDoc],
+        meta: dict[str, tuple[str, dict[str, str]]],
+        stop: threading.Event,
+        outcomes: dict[str, UploadOutcome],
+    ) -> None:
         cfg = PrepareConfig(
             limits=self.limits,
             quarantine_flagged=self.settings.ingest.quarantine_flagged,
@@ -133,10 +174,11 @@ class UploadIngest:
             ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         report = Report()
-        work = partial(prepare_upload, chunker=self.chunker(), cfg=cfg, root=root, extra=extra)
+        work = partial(prepare_upload, chunker=self.chunker(), cfg=cfg, meta=meta)
+        interrupted = False
         try:
             index_documents(
-                [planned],
+                planned,
                 prepare=work,
                 embedder=self.embedder,
                 index=self.index,
@@ -146,19 +188,24 @@ class UploadIngest:
                 interrupt=stop,
             )
         except KeyboardInterrupt:
-            return UploadOutcome("interrupted")
-        return self._outcome(task, report)
+            interrupted = True
+        failed = {f["path"]: f["reason"] for f in report.failed}
+        for doc in planned:
+            reason = failed.get(str(doc.source.path))
+            if reason is not None:
+                outcomes[doc.doc_id] = UploadOutcome("failed", reason)
+            else:
+                outcomes[doc.doc_id] = self._final(doc.doc_id, interrupted)
 
-    def _outcome(self, task: UploadTask, report: Report) -> UploadOutcome:
-        if report.failed:
-            return UploadOutcome("failed", report.failed[0]["reason"])
-        final = self.index.get_document(task.doc_id)
+    def _final(self, doc_id: str, interrupted: bool) -> UploadOutcome:
+        final = self.index.get_document(doc_id)
         if final is None or final.status not in ("indexed", "quarantined"):
+            if interrupted:
+                return UploadOutcome("interrupted")
             return UploadOutcome("failed", "the document was deleted while it was indexed")
         reason = ""
         if final.status == "quarantined":
-            held = report.chunks_quarantined
-            flags = final.extra.get("flags", "")
+            held, flags = final.extra.get(EXTRA_HELD, "?"), final.extra.get(EXTRA_FLAGS, "")
             reason = f"{held} of {final.chunk_count} chunks held out of search by the scan ({flags})"
         return UploadOutcome(final.status, reason, final.chunk_count)
 
@@ -169,11 +216,11 @@ class UploadIngest:
             # A corpus document sent by the CLI: cited, recorded and planned as a direct run would.
             root, path = Path(task.corpus_root), Path(task.corpus_path)
             src_root, rel = root, path.relative_to(root).as_posix()
-            extra = {k: v for k, v in kept.items() if k not in ("flags", "reason")} | {EXTRA_PATH: str(path)}
+            extra = {k: v for k, v in kept.items() if k not in _PER_VERSION} | {EXTRA_PATH: str(path)}
             record_root = str(root)
         else:
             src_root, rel = Path("/"), task.name  # the root's empty name: the citation is the file name alone
-            extra = {k: v for k, v in kept.items() if k not in ("flags", "reason", EXTRA_PATH)}
+            extra = {k: v for k, v in kept.items() if k not in (*_PER_VERSION, EXTRA_PATH)}
             record_root = task.root
         extra[EXTRA_ACL_ORIGIN] = UPLOAD_ORIGIN
         source = SourceFile(

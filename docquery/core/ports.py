@@ -167,9 +167,10 @@ class UploadProcessor(Protocol):
     """Indexes one spooled upload through ingest's pipeline (the ``docquery.workers`` entry point ``upload``
     builds it with the service's own index and embedder; docs/design.md, "Uploads")."""
 
-    def process(self, task: UploadTask, stop: threading.Event) -> UploadOutcome:
-        """Blocks until the task ends; ``stop`` set (the service stopping) ends it as ``interrupted`` at the
-        next point the pipeline checks. Raises only for an index failure (the record then stays unfinished)."""
+    def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
+        """Indexes a batch in one pipeline run and blocks until it ends: one outcome per task, in order. ``stop``
+        set (the service stopping) ends the documents not yet indexed as ``interrupted`` at the next point the
+        pipeline checks. Raises only for an index failure (the records then stay unfinished)."""
         ...
 
     def close(self) -> None: ...

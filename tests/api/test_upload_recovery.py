@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,10 +28,10 @@ class _Stalled:
     def __init__(self) -> None:
         self.started = threading.Event()
 
-    def process(self, task: UploadTask, stop: threading.Event) -> UploadOutcome:
+    def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
         self.started.set()
         stop.wait()
-        return UploadOutcome("interrupted")
+        return [UploadOutcome("interrupted") for _ in tasks]
 
     def close(self) -> None:
         pass
@@ -51,25 +52,26 @@ def test_a_restart_takes_up_every_unfinished_upload(
     for h in make_harness(tmp_path, jwks=jwt_issuer.jwks(), upload_processor=lambda *_: stalled):
         _ready(h)
         h.corpus.add("kept", ["Indexed before the uploads: the canteen opens at noon."], ["eng"])
-        files = [("first.txt", b"Alpha policy text.\n"), ("second.txt", b"Beta policy text.\n")]
-        files.append(("third.txt", b"Gamma policy text.\n"))
+        files = [("first.txt", b"Alpha policy text.\n"), ("third.txt", b"Gamma policy text.\n")]
         r = upload(h, "tok-up-eng", files, groups="eng").json()
-        assert stalled.started.wait(30)
-        ids = {d["name"]: d["doc_id"] for d in r["documents"]}
-        index = h.components.index
-        # As a process killed mid-write leaves it: one record says embedding (the stalled one says parsing).
-        third = index.get_document(ids["third.txt"])
-        assert third is not None and third.status == "queued"
-        index.put_document(replace(third, status="embedding"))
-        # One spool file is lost meanwhile.
-        (h.app.state.uploads.spool.root / third.extra["spool"]).unlink()
+        assert stalled.started.wait(30)  # the worker holds both; a later upload waits in the queue
+        later = upload(h, "tok-up-eng", [("second.txt", b"Beta policy text.\n")], groups="eng").json()
+        ids = {d["name"]: d["doc_id"] for d in r["documents"] + later["documents"]}
+        spool = h.app.state.uploads.spool.root
     embedder = HashEmbedder()
     stopped = open_edge(tmp_path / "index", name="api-test", model_id=embedder.model_id, dimension=embedder.dimension)
     try:
         states = {name: getattr(stopped.get_document(i), "status", None) for name, i in ids.items()}
+        assert states == {"first.txt": "interrupted", "second.txt": "queued", "third.txt": "interrupted"}
+        # As a process killed mid-write leaves it (no interrupted written): third says embedding, and its
+        # spool file is lost meanwhile.
+        third = stopped.get_document(ids["third.txt"])
+        assert third is not None
+        stopped.put_document(replace(third, status="embedding"))
+        (spool / third.extra["spool"]).unlink()
+        stopped.flush()
     finally:
         stopped.close()
-    assert states == {"first.txt": "interrupted", "second.txt": "queued", "third.txt": "embedding"}
 
     with caplog.at_level(logging.INFO, logger=AUDIT_LOGGER):
         for h in make_harness(tmp_path, jwks=jwt_issuer.jwks()):
@@ -81,7 +83,7 @@ def test_a_restart_takes_up_every_unfinished_upload(
             assert got["first.txt"]["status"] == got["second.txt"]["status"] == "indexed"
             assert (got["third.txt"]["status"], got["third.txt"]["reason"]) == ("failed", GONE)
             job = h.client.get(f"/v1/ingest/jobs/{r['job_id']}", headers=auth("tok-up-eng")).json()
-            assert job["done"] and job["counts"]["indexed"] == 2 and job["counts"]["failed"] == 1
+            assert job["done"] and job["counts"]["indexed"] == 1 and job["counts"]["failed"] == 1
             # Nothing indexed before is lost.
             assert h.components.index.get_document("kept") is not None
             answer = h.client.post("/v1/search", json={"query": "canteen noon"}, headers=auth("tok-up-eng")).json()

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -290,11 +290,11 @@ class _Held:
         self.release = threading.Event()
         self.seen: list[str] = []
 
-    def process(self, task: UploadTask, stop: threading.Event) -> UploadOutcome:
-        self.seen.append(task.name)
+    def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
+        self.seen += [task.name for task in tasks]
         while not (self.release.wait(0.05) or stop.is_set()):
             pass
-        return UploadOutcome("skipped", "held by the test")
+        return [UploadOutcome("skipped", "held by the test") for _ in tasks]
 
     def close(self) -> None:
         pass

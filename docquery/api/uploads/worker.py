@@ -29,6 +29,7 @@ from docquery.core.uploads import (
     EXTRA_REASON,
     EXTRA_SPOOL,
     EXTRA_UPLOADER,
+    UploadOutcome,
     UploadTask,
 )
 
@@ -36,6 +37,7 @@ log = logging.getLogger("docquery.uploads")
 WORKER_GROUP = "docquery.workers"
 GONE = "the uploaded file is no longer in the spool; upload it again"
 AUDIT_ROUTE = "upload-worker"
+BATCH = 32  # documents one pipeline run takes from the queue at most
 
 
 def processor_factory() -> UploadProcessorFactory | None:
@@ -157,40 +159,45 @@ class UploadWorker:
                     self._cond.wait()
                 if self._stop.is_set():
                     return
-                task = self._pending.popleft()
-                self._active += 1
+                # What waits, in one pipeline run: one parse process, embed calls across documents.
+                batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
+                self._active += len(batch)
             try:
-                self._handle(task)
-            except Exception as exc:  # the index failed: the record stays unfinished, and the next start retries
-                log.error(
-                    "uploads: document %s stopped on %s; it is taken up at the next start",
-                    task.doc_id,
-                    type(exc).__name__,
-                )
+                self._handle(batch)
+            except Exception as exc:  # the index failed: the records stay unfinished, and the next start retries
+                log.error("uploads: %d documents stopped on %s; taken up at next start", len(batch), type(exc).__name__)
             finally:
                 with self._cond:
-                    self._active -= 1
+                    self._active -= len(batch)
                     self._cond.notify_all()
 
-    def _handle(self, task: UploadTask) -> None:
-        record = self.index.get_document(task.doc_id)
-        if record is None or record.extra.get(EXTRA_JOB) != task.job_id:
-            # Deleted, or uploaded again since: that upload's task does the work.
-            self.spool.remove_file(_rel(task, self.spool))
+    def _handle(self, batch: list[UploadTask]) -> None:
+        live: list[tuple[UploadTask, DocumentRecord]] = []
+        for task in batch:
+            record = self.index.get_document(task.doc_id)
+            if record is None or record.extra.get(EXTRA_JOB) != task.job_id:
+                # Deleted, or uploaded again since: that upload's task does the work.
+                self.spool.remove_file(_rel(task, self.spool))
+                continue
+            live.append((task, self._set(record, "parsing")))
+        if not live:
             return
-        self._set(record, "parsing")
-        outcome = self.processor.process(task, self._stop)
+        outcomes = self.processor.process([task for task, _ in live], self._stop)
+        for (task, record), outcome in zip(live, outcomes, strict=True):
+            self._settle(task, record, outcome)
+
+    def _settle(self, task: UploadTask, record: DocumentRecord, outcome: UploadOutcome) -> None:
         if outcome.status == "interrupted":
             current = self.index.get_document(task.doc_id) or record
             self._set(current, "interrupted")
             return  # the spool file stays: the next start queues it again
         if outcome.status in ("failed", "skipped"):
             self._fail(record, outcome.status, outcome.reason)
-        else:
-            final = self.index.get_document(task.doc_id)
-            self._audit(task.doc_id, task.uploader, outcome.status, outcome.reason, task.job_id)
-            if final is not None and outcome.reason and final.extra.get(EXTRA_REASON) != outcome.reason:
-                self.index.put_document(replace(final, extra={**final.extra, EXTRA_REASON: outcome.reason}))
+            return
+        final = self.index.get_document(task.doc_id)
+        self._audit(task.doc_id, task.uploader, outcome.status, outcome.reason, task.job_id)
+        if final is not None and outcome.reason and final.extra.get(EXTRA_REASON) != outcome.reason:
+            self.index.put_document(replace(final, extra={**final.extra, EXTRA_REASON: outcome.reason}))
         self.spool.remove_file(_rel(task, self.spool))
 
     def _set(self, record: DocumentRecord, status: DocumentStatus) -> DocumentRecord:
