@@ -383,6 +383,9 @@ class UploadSettings(_Section):
     """Upload requests per minute per caller, refused ones included; more get 429 with `Retry-After`."""
     rate_limit_burst: int = Field(default=10, ge=1)
     """Upload requests a caller may send at once above the steady rate."""
+    retention_s: int = Field(default=0, ge=0)
+    """Seconds an uploaded document is kept after it was last uploaded; then it is deleted (checked at start and
+    every hour at most). 0: kept until deleted. Documents from a corpus (the CLI's, its hand-over's) never expire."""
 
 
 class EncryptionSettings(_Section):

@@ -105,3 +105,27 @@ def test_spool_folders_no_record_names_are_removed_at_start(tmp_path: Path, jwt_
     (stray / "half.txt").write_bytes(b"half a request")
     for h in make_harness(tmp_path, jwks=jwt_issuer.jwks()):
         assert spooled(h) == []
+
+
+def test_uploads_past_the_retention_time_are_deleted_and_audited(
+    tmp_path: Path, jwt_issuer: JwtIssuer, caplog: pytest.LogCaptureFixture
+) -> None:
+    for h in make_harness(tmp_path, jwks=jwt_issuer.jwks(), uploads={"retention_s": 3600}):
+        _ready(h)
+        h.corpus.add("corpus-doc", ["A corpus document never expires."], ["eng"])
+        r = upload(h, "tok-up-eng", [("old.txt", b"An old upload.\n")], groups="eng").json()
+        drain(h)
+        worker = h.app.state.uploads.worker
+        doc_id = r["documents"][0]["doc_id"]
+        # The clock, not a wait: an hour less a minute keeps it, an hour and a minute deletes it.
+        now = time.time()
+        worker.clock = lambda t=now + 3540: t
+        assert worker.expire() == 0
+        worker.clock = lambda t=now + 3660: t
+        with caplog.at_level(logging.INFO, logger=AUDIT_LOGGER):
+            assert worker.expire() == 1
+        assert h.components.index.get_document(doc_id) is None
+        assert h.components.index.count_chunks(doc_id) == 0
+        assert h.components.index.get_document("corpus-doc") is not None
+        expired = [getattr(rec, "audit", {}) for rec in caplog.records]
+        assert any(a.get("outcome") == "status:expired" and a.get("doc_ids") == [doc_id] for a in expired)

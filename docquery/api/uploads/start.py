@@ -47,6 +47,7 @@ def start_uploads(
         audit=app.state.audit,
         queue=cfg.queue,
         concurrency=cfg.concurrency,
+        retention_s=cfg.retention_s,
     )
     worker.start()
     app.state.uploads = Uploads(worker, spool, RateLimiter(cfg.rate_limit_per_minute, cfg.rate_limit_burst))

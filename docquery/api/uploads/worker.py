@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from importlib.metadata import entry_points
 
 from docquery.api.audit import AuditLog
 from docquery.api.limits import RateLimiter
 from docquery.api.uploads.spool import Spool
-from docquery.core.domain import UNFINISHED_STATES, DocumentRecord, DocumentStatus
+from docquery.core.domain import FINAL_STATES, UNFINISHED_STATES, DocumentRecord, DocumentStatus
 from docquery.core.ports import IndexAdapter, UploadProcessor, UploadProcessorFactory
 from docquery.core.uploads import (
     EXTRA_BYTES,
@@ -31,6 +34,7 @@ from docquery.core.uploads import (
     EXTRA_UPLOADER,
     UploadOutcome,
     UploadTask,
+    is_upload,
 )
 
 log = logging.getLogger("docquery.uploads")
@@ -84,8 +88,11 @@ class UploadWorker:
         audit: AuditLog,
         queue: int,
         concurrency: int,
+        retention_s: int = 0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.processor, self.index, self.spool, self.audit = processor, index, spool, audit
+        self.retention_s, self.clock = retention_s, clock
         self.limit = queue
         self.concurrency = concurrency
         self._pending: deque[UploadTask] = deque()
@@ -121,6 +128,35 @@ class UploadWorker:
             thread = threading.Thread(target=self._run, name=f"upload-worker-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        if self.retention_s:
+            thread = threading.Thread(target=self._expire_now_and_then, name="upload-retention", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _expire_now_and_then(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.expire()
+            except Exception as exc:  # the index failed: the next round tries again
+                log.error("uploads: retention sweep stopped on %s", type(exc).__name__)
+            self._stop.wait(min(3600.0, max(1.0, self.retention_s / 10)))
+
+    def expire(self) -> int:
+        """Delete uploaded documents last uploaded more than ``retention_s`` ago; returns how many."""
+        cutoff = self.clock() - self.retention_s
+        expired = 0
+        for record in self.index.list_documents():
+            if not (is_upload(record) and record.status in FINAL_STATES):
+                continue
+            try:
+                uploaded = datetime.fromisoformat(record.ingested_at).timestamp()
+            except ValueError:
+                continue  # no time to judge by: kept
+            if uploaded < cutoff:
+                self.index.delete_document(record.doc_id)
+                self._audit(record.doc_id, record.extra.get(EXTRA_UPLOADER, ""), "expired", "", "")
+                expired += 1
+        return expired
 
     def stop(self) -> None:
         """Stops after the documents in progress reach a point where they can be taken up again."""
@@ -216,6 +252,7 @@ class UploadWorker:
         self.spool.remove_file(extra.get(EXTRA_SPOOL, ""))
 
     def _audit(self, doc_id: str, uploader: str, status: str, reason: str, job_id: str) -> None:
+        """A state change (or ``expired``: deleted past the retention time), as an audit record."""
         detail = {"job_id": job_id, "status": status} | ({"reason": reason} if reason else {})
         self.audit.record(
             request_id=job_id,
