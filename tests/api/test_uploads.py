@@ -305,12 +305,22 @@ def test_a_full_queue_is_503_with_retry_after(tmp_path: Path, jwt_issuer: JwtIss
     for h in make_harness(tmp_path, jwks=jwt_issuer.jwks(), uploads={"queue": 2}, upload_processor=lambda *_: held):
         write_upload_keys(h.secrets_dir)
         _wait_for_keys(h, 5 + len(UPLOAD_KEYS))
-        assert upload(h, "tok-up-eng", [("1.txt", b"1"), ("2.txt", b"2")], groups="eng").status_code == 202
+        first = upload(h, "tok-up-eng", [("1.txt", b"1"), ("2.txt", b"2")], groups="eng")
+        assert first.status_code == 202
         full = upload(h, "tok-up-eng", [("3.txt", b"3")], groups="eng")
         assert full.status_code == 503 and int(full.headers["Retry-After"]) >= 1
+        # Being indexed, it cannot be deleted (its final record would come back after the delete).
+        busy = first.json()["documents"][0]["doc_id"]
+        deadline = time.monotonic() + 10
+        while h.components.index.get_document(busy).status != "parsing":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        refused = h.client.delete(f"/v1/documents/{busy}", headers=auth("tok-admin"))
+        assert refused.status_code == 409 and "being indexed" in refused.json()["error"]["message"]
         held.release.set()
         drain(h)
         assert held.seen == ["1.txt", "2.txt"]
         assert upload(h, "tok-up-eng", [("3.txt", b"3")], groups="eng").status_code == 202
         drain(h)
+        assert h.client.delete(f"/v1/documents/{busy}", headers=auth("tok-admin")).status_code == 200
         assert spooled(h) == []

@@ -133,6 +133,8 @@ async def receive(
     parser = MultipartParser(boundary, max_parts=cfg.max_files + len(TEXT_FIELDS) + 1)
     try:
         async for chunk in stream:
+            if parser.done:
+                break  # what follows the closing boundary (an epilogue) is not read
             for event in parser.feed(chunk):
                 if isinstance(event, PartStart):
                     reader.start(event)
