@@ -116,3 +116,36 @@ def test_upload_ids_are_namespaced_by_tenant_and_never_a_corpus_id() -> None:
     assert a != upload_document_id("acme", "plan.txt", b"j" * 32)
     assert a != document_id("plan.txt", key) and a != document_id("acme\x1fplan.txt", key)
     assert tenant_root("acme") != tenant_root("globex") and "acme" not in tenant_root("acme")
+
+
+@pytest.mark.parametrize(
+    ("corpus", "says"),
+    [
+        ("not json", "not JSON"),
+        ('{"path": "/a/b.txt", "root": "/a"}', "one {path, root} object per file"),
+        ("[]", "one {path, root} object per file"),
+        ('[{"path": "/a/b.txt"}]', "path and root"),
+        ('[{"path": "a/b.txt", "root": "/a"}]', "absolute, normalised"),
+        ('[{"path": "/a/../etc/b.txt", "root": "/a"}]', "absolute, normalised"),
+        ('[{"path": "/a//b.txt", "root": "/a"}]', "absolute, normalised"),
+        ('[{"path": "/x/b.txt", "root": "/a"}]', "under root"),
+        ('[{"path": "/a/b.txt", "root": "/a/b.txt"}]', "under root"),
+        ('[{"path": "/a/c.txt", "root": "/a"}]', "end with the file's name"),
+        ('[{"path": "/a/b\\u001b.txt", "root": "/a"}]', "control character"),
+        ('[{"path": 7, "root": "/a"}]', "path of 1 to"),
+    ],
+)
+def test_a_hand_over_names_each_file_where_it_is_or_is_refused(corpus: str, says: str) -> None:
+    from docquery.api.errors import ApiError
+    from docquery.api.uploads.handover import corpus_files
+
+    with pytest.raises(ApiError) as caught:
+        corpus_files(corpus, ["b.txt"])
+    assert caught.value.status == 422 and "corpus" in caught.value.message and says in caught.value.message
+
+
+def test_a_hand_over_is_cited_as_a_direct_run_cites_it() -> None:
+    from docquery.api.uploads.handover import corpus_files
+
+    (got,) = corpus_files('[{"path": "/srv/share/hr/leave.md", "root": "/srv/share"}]', ["leave.md"])
+    assert (got.path, got.root, got.cited_as) == ("/srv/share/hr/leave.md", "/srv/share", "share/hr/leave.md")

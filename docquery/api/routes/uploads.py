@@ -72,6 +72,10 @@ _UPLOAD_BODY = {
                     },
                     "groups": {"type": "string", "description": "Comma-separated groups that may read the files."},
                     "public": {"type": "string", "enum": ["true", "false"], "description": "true needs admin."},
+                    "corpus": {
+                        "type": "string",
+                        "description": "Sent by `docquery ingest --server`: a JSON list of {path, root}, one per file.",
+                    },
                 },
             }
         }
