@@ -371,10 +371,11 @@ class UploadSettings(_Section):
     """Documents that may wait for the worker; an upload that would pass it gets 503 with `Retry-After`."""
     concurrency: int = Field(default=1, ge=1, le=16)
     """Documents the worker processes at once, each on its own thread."""
-    threads: int = Field(default=1, ge=1, le=64)
-    """Threads the worker's model calls use (for `embedder.kind=local`): fewer leave the cores to queries."""
-    embed_batch: int = Field(default=32, ge=1, le=4096)
-    """Chunks per embed call of the worker: a query waits for at most one such call on the model."""
+    threads: int = Field(default=0, ge=0, le=64)
+    """Torch threads of the worker's model calls (for `embedder.kind=local`); 0: torch's default (every core).
+    Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
+    embed_batch: int = Field(default=8, ge=1, le=4096)
+    """Chunks per embed call of the worker: a question waits for at most one such call on the model."""
     tenant_max_documents: int = Field(default=10_000, ge=1)
     """Uploaded documents a tenant may hold; an upload past it gets 429."""
     tenant_max_bytes: int = Field(default=10 * 1024**3, ge=1)

@@ -87,11 +87,46 @@ def _one_torch_thread() -> None:
 
 
 def use_threads(n: int) -> None:
-    """Bound the calling thread's torch threads to ``n`` (a background worker beside queries). Nothing when
-    torch is not loaded: then no model runs in this process."""
+    """Bound the calling thread's torch threads to ``n`` (a background worker beside queries); 0 leaves torch's
+    default. Nothing when torch is not loaded: then no model runs in this process."""
     torch = sys.modules.get("torch")
-    if torch is not None:
+    if torch is not None and n > 0:
         torch.set_num_threads(n)  # per thread under OpenMP, as ``_one_torch_thread``
+
+
+class QuestionsFirst:
+    """The model's lock, questions first: a bulk call (an ingest's, an upload's) does not take the model while a
+    question waits for it, so a question waits for at most the one bulk call running (the upload worker keeps
+    those small: docs/design.md, "Uploads"). Among questions, and among bulk calls, no order is promised."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self.questions = 0  # questions waiting
+        self.bulk = 0  # bulk calls waiting
+
+    @contextlib.contextmanager
+    def hold(self, *, question: bool) -> Iterator[None]:
+        with self._cond:
+            if question:
+                self.questions += 1
+            else:
+                self.bulk += 1
+            try:
+                while self._busy or (not question and self.questions):
+                    self._cond.wait()
+            finally:
+                if question:
+                    self.questions -= 1
+                else:
+                    self.bulk -= 1
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
 
 class LocalEmbedder:
@@ -119,7 +154,7 @@ class LocalEmbedder:
             raise EmbedderError("load model")
         self._dimension = int(dimension)
         # torch releases the GIL; one lock keeps a single model from being driven twice at once.
-        self._lock = threading.Lock()
+        self._lock = QuestionsFirst()
         self.workers = resolve_workers(workers, device=device)
         self._pool: ThreadPoolExecutor | None = None
 
@@ -140,7 +175,7 @@ class LocalEmbedder:
         if not texts:
             return []
         try:
-            with self._lock:
+            with self._lock.hold(question=query):
                 if self.workers > 1 and len(texts) > self._batch_size:
                     return self._embed_in_workers(list(texts))
                 with self._autocast():
