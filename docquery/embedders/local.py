@@ -95,15 +95,25 @@ def use_threads(n: int) -> None:
 
 
 class QuestionsFirst:
-    """The model's lock, questions first: a bulk call (an ingest's, an upload's) does not take the model while a
-    question waits for it, so a question waits for at most the one bulk call running (the upload worker keeps
-    those small: docs/design.md, "Uploads"). Among questions, and among bulk calls, no order is promised."""
+    """The model's lock, questions first: a waiting question takes the model before a waiting bulk call (an
+    ingest's, an upload's), so a question waits for about one bulk call (the upload worker keeps those small:
+    docs/design.md, "Uploads"). Not starving: once ``BULK_AFTER`` questions in a row have gone first, a waiting
+    bulk call has the next turn, so a stream of questions leaves uploads at least that share of the model."""
+
+    BULK_AFTER = 4
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._busy = False
+        self._passed = 0  # questions that went first while a bulk call waited
         self.questions = 0  # questions waiting
         self.bulk = 0  # bulk calls waiting
+
+    def _turn(self, question: bool) -> bool:
+        if self._busy:
+            return False
+        bulk_due = self.bulk > 0 and self._passed >= self.BULK_AFTER
+        return not bulk_due if question else (self.questions == 0 or bulk_due)
 
     @contextlib.contextmanager
     def hold(self, *, question: bool) -> Iterator[None]:
@@ -113,13 +123,17 @@ class QuestionsFirst:
             else:
                 self.bulk += 1
             try:
-                while self._busy or (not question and self.questions):
+                while not self._turn(question):
                     self._cond.wait()
             finally:
                 if question:
                     self.questions -= 1
                 else:
                     self.bulk -= 1
+            if not question:
+                self._passed = 0
+            elif self.bulk:
+                self._passed += 1
             self._busy = True
         try:
             yield

@@ -68,3 +68,34 @@ def test_questions_alone_and_bulk_alone_each_take_turns() -> None:
     for t in threads:
         t.join()
     assert most == 1 and gate.questions == gate.bulk == 0  # one at a time, nothing left waiting
+
+
+def test_a_stream_of_questions_does_not_starve_a_bulk_call() -> None:
+    """Questions that keep coming: after BULK_AFTER of them went first, the waiting bulk call has its turn."""
+    gate = QuestionsFirst()
+    order: list[str] = []
+    release = threading.Event()
+
+    def hold_first() -> None:
+        with gate.hold(question=True):
+            order.append("q0")
+            release.wait()
+
+    def call(name: str, question: bool) -> None:
+        with gate.hold(question=question):
+            order.append(name)
+
+    holder = threading.Thread(target=hold_first)
+    holder.start()
+    _until(lambda: order == ["q0"], "a question holds the model")
+    bulk = threading.Thread(target=call, args=("bulk", False))
+    bulk.start()
+    _until(lambda: gate.bulk == 1, "the bulk call waits")
+    waiting = [threading.Thread(target=call, args=(f"q{i}", True)) for i in range(1, 2 * QuestionsFirst.BULK_AFTER)]
+    for t in waiting:
+        t.start()
+    _until(lambda: gate.questions == len(waiting), "the questions wait")
+    release.set()
+    for t in [holder, bulk, *waiting]:
+        t.join()
+    assert order.index("bulk") == 1 + QuestionsFirst.BULK_AFTER  # q0, then BULK_AFTER questions, then the bulk call
