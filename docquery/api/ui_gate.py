@@ -61,9 +61,7 @@ def is_ui_path(path: str) -> bool:
 
 def session_route(method: str, path: str) -> bool:
     # A route's other methods are not the page's (DELETE /v1/documents/{id}): the session is refused there.
-    return any(
-        method == m and (path == p or (p.endswith("/") and path.startswith(p))) for m, p in SESSION_ROUTES
-    )
+    return any(method == m and (path == p or (p.endswith("/") and path.startswith(p))) for m, p in SESSION_ROUTES)
 
 
 def cookie_header(name: str, value: str, *, max_age: int, path: str = "/", same_site: str = "Strict") -> str:
