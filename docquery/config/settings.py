@@ -371,7 +371,7 @@ class UploadSettings(_Section):
     """Documents that may wait for the worker; an upload that would pass it gets 503 with `Retry-After`."""
     concurrency: int = Field(default=1, ge=1, le=16)
     """Documents the worker processes at once, each on its own thread."""
-    threads: int = Field(default=0, ge=0, le=64)
+    threads: int = Field(default=1, ge=0, le=64)
     """Torch threads of the worker's model calls (for `embedder.kind=local`); 0: torch's default (every core).
     Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
     embed_batch: int = Field(default=8, ge=1, le=4096)
