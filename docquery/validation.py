@@ -7,10 +7,12 @@ line and exits 2. No web framework here: the commands import this without loadin
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING
 
 from docquery.core.collection import (
     COLLECTION_NAME_RULE,
+    GROUP_NAME_RULE,
     GROUP_PATTERN,
     PUBLIC_GROUP,
     is_valid_collection_name,
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 QUESTION_BOUND = "DOCQUERY_API__MAX_QUESTION_CHARS"
 TOP_K_BOUND = "DOCQUERY_RETRIEVAL__MAX_TOP_K"
+# Control, format (bidi, zero-width), line and paragraph separators, surrogates, private use, unassigned.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 class InvalidRequest(UsageProblem):
@@ -93,3 +97,34 @@ def chunk_spec(settings: Settings) -> ChunkSpec:
         return ChunkSpec(settings.ingest.chunk_tokens, settings.ingest.chunk_overlap)
     except ValueError as exc:
         raise InvalidRequest("DOCQUERY_INGEST__CHUNK_TOKENS/CHUNK_OVERLAP", str(exc)) from None
+
+
+def upload_groups(value: str, field: str = "groups") -> tuple[str, ...]:
+    """An upload's ``groups``: split on commas and nothing else, never trimmed (``"a, b"`` names ``" b"``, which
+    is refused), each a group name by the ingest's rule; the reserved public label is ``public=true``'s."""
+    names = value.split(",")
+    for i, name in enumerate(names, start=1):
+        if name == PUBLIC_GROUP:
+            raise InvalidRequest(field, f"{PUBLIC_GROUP!r} is a reserved label; send public=true instead")
+        if not is_valid_group_name(name):
+            raise InvalidRequest(field, f"group {i} is not a valid group name ({GROUP_NAME_RULE}, nothing trimmed)")
+    return tuple(sorted(set(names)))
+
+
+def upload_file_name(name: str, max_bytes: int, field: str) -> str:
+    """A file name as the client sent it, refused (never repaired) unless it is one plain path segment: no
+    separator, no ``.`` or ``..``, no control, format (bidi) or unassigned character, nothing surrounding it
+    that a terminal would hide, and at most ``max_bytes`` of UTF-8. It reaches the disk, logs and listings."""
+    if not name:
+        raise InvalidRequest(field, "no file name (each part of files needs a filename)")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidRequest(field, "file name is not valid Unicode") from None
+    if size > max_bytes:
+        raise InvalidRequest(field, f"file name longer than {max_bytes} bytes")
+    if name in (".", "..") or "/" in name or "\\" in name:
+        raise InvalidRequest(field, "file name must be a name, not a path (no '/', '\\\\', '.' or '..')")
+    if name != name.strip() or any(unicodedata.category(c) in _REFUSED_CATEGORIES for c in name):
+        raise InvalidRequest(field, "file name holds a control, invisible or surrounding space character")
+    return name

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -28,7 +29,7 @@ from rich.console import Console
 from docquery import validation
 from docquery.config.settings import Settings
 from docquery.core.collection import PUBLIC_GROUP
-from docquery.core.errors import BusyError, UsageProblem
+from docquery.core.errors import BusyError, ServiceUnavailable, UsageProblem
 from docquery.core.exits import ExitCode
 from docquery.runtime.malloc import tune_for_bulk_embedding
 from ingest.discover.acl import parse_groups
@@ -81,6 +82,15 @@ def register(sub: Any) -> None:
     p.add_argument("--shard", default=None, metavar="I/N", help="index only shard I of N (by relative path hash)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--strict", action="store_true", help="count skipped files (unsupported types) as failures")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="send the files to the docquery serve at URL instead of writing the index (needs --api-key-file)",
+    )
+    p.add_argument(
+        "--api-key-file", type=Path, default=None, metavar="FILE", help="with --server: a file holding an API key"
+    )
     p.set_defaults(handler=_run)
 
 
@@ -112,6 +122,8 @@ def run(
     args: argparse.Namespace, settings: Settings, interrupt: threading.Event | None = None, **components: Any
 ) -> int:
     """The command body; ``components`` (embedder=, index=) let tests pass their own."""
+    if args.server is not None or args.api_key_file is not None:
+        return _hand_over(args, settings)
     try:
         opts = options_from_args(args)
         # Progress goes to stderr, so --json keeps stdout to the one report object.
@@ -121,7 +133,8 @@ def run(
         sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # messages name untrusted paths
         return ExitCode.USAGE
     except BusyError as exc:
-        sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")  # names the collection and a path
+        # Names the collection and a path; and, when a docquery serve holds it, how to send the files there.
+        sys.stderr.write(f"docquery ingest: {safe(busy_message(exc, settings, args))}\n")
         return ExitCode.BUSY
     except KeyboardInterrupt:
         # Records are written per document after its chunks (ingest/write/stream.py), so a partly
@@ -135,6 +148,41 @@ def run(
     else:
         sys.stdout.write("".join(line + "\n" for line in report.plain_lines()))  # a pipe, a Job log: no wrapping
     return ExitCode.OK if report.ok else ExitCode.FAILED
+
+
+def busy_message(exc: BusyError, settings: Settings, args: argparse.Namespace) -> str:
+    """Why the index is busy; when a ``docquery serve`` holds it, in one line how to hand it the files."""
+    from docquery.commands.service_record import read_record, record_path
+    from docquery.runtime.preflight import edge_collection, lock_holder
+
+    collection = args.collection or settings.qdrant.collection
+    edge = edge_collection(settings, collection)
+    holder = lock_holder(edge.path / "wal") if edge is not None else None
+    url = read_record(record_path(settings, collection), holder) if holder else None
+    if url is None:
+        return str(exc)
+    paths = " ".join(shlex.quote(str(p)) for p in args.paths)
+    return (
+        f"a docquery serve at {url} holds the index (collection {collection!r}); send the files to it: "
+        f"docquery ingest {paths} --server {url} --api-key-file FILE (FILE: an API key with the ingest role)"
+    )
+
+
+def _hand_over(args: argparse.Namespace, settings: Settings) -> int:
+    from ingest.handover import hand_over
+
+    try:
+        if args.server is None or args.api_key_file is None:
+            raise UsageProblem("--server and --api-key-file go together: the service's URL, and a file holding its key")
+        result = hand_over(options_from_args(args), args.server, args.api_key_file, settings.ingest.max_file_bytes)
+    except UsageProblem as exc:
+        sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")
+        return ExitCode.USAGE
+    except ServiceUnavailable as exc:
+        sys.stderr.write(f"docquery ingest: {safe(str(exc))}\n")
+        return ExitCode.UNAVAILABLE
+    sys.stdout.write("".join(line + "\n" for line in result.lines(args.server.rstrip("/"))))
+    return ExitCode.FAILED if result.failed else ExitCode.OK
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

@@ -16,6 +16,7 @@ The prod profile refuses to build an app without an auth configuration.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,8 +39,10 @@ from docquery.api.metrics import Metrics
 from docquery.api.middleware import RequestMiddleware
 from docquery.api.openapi import install_openapi
 from docquery.api.ui_gate import SessionMiddleware, UiHeadersMiddleware
+from docquery.api.uploads.start import start_uploads, upload_body_bound
 from docquery.config.settings import Settings
 from docquery.core.errors import ConfigError
+from docquery.core.ports import UploadProcessorFactory
 from docquery.secrets import SecretSource, build_secret_source
 from docquery.ui.assets import load_assets
 from docquery.wiring import Components, build_components
@@ -78,8 +81,10 @@ def create_app(
     factory: ComponentsFactory | None = None,
     secrets: SecretSource | None = None,
     metrics: Metrics | None = None,
+    upload_processor: UploadProcessorFactory | None = None,
 ) -> FastAPI:
-    """``metrics``: a registry already served on the metrics port (``docquery serve`` listens there first)."""
+    """``metrics``: a registry already served on the metrics port (``docquery serve`` listens there first).
+    ``upload_processor``: the upload worker's processor factory (default: the ``docquery.workers`` entry point)."""
     source = secrets or getattr(components, "secrets", None) or build_secret_source(settings)
     metrics = metrics or Metrics()
     auth = authenticator(settings, source, metrics)
@@ -88,9 +93,13 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = components or (factory or build_components)(settings)
         app.state.components = built
+        uploads = await asyncio.to_thread(start_uploads, app, settings, built, upload_processor)
         try:
             yield
         finally:
+            app.state.uploads = None
+            if uploads is not None:
+                await asyncio.to_thread(uploads.stop)
             app.state.components = None
             # Released even when the caller owns the components: the LLM client's pool
             # belongs to this event loop.
@@ -111,6 +120,7 @@ def create_app(
         redirect_slashes=False,
     )
     audit = AuditLog()
+    app.state.uploads = None
     app.state.settings = settings
     app.state.components = components
     app.state.auth = auth
@@ -138,7 +148,9 @@ def create_app(
     install_openapi(app, settings)
     if openapi_url is not None:
         install_docs_page(app, openapi_url)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes)
+    # The upload route reads its own body as it streams in, within its own bounds (docquery.api.uploads).
+    streamed = {("POST", "/v1/documents"): upload_body_bound(settings.uploads)}
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api.max_body_bytes, streamed=streamed)
     app.add_middleware(AuthGateMiddleware)  # the credential, from the head, before any body is read
     if settings.ui.enabled:
         app.add_middleware(SessionMiddleware)  # the page's cookie, on the /v1 routes the page uses only

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -58,7 +58,9 @@ class AuditLog:
         chunk_ids: Sequence[str] = (),
         duration_ms: float | None = None,
         question_rewritten: bool = False,
+        detail: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """``detail``: ids, ACLs, states and reasons an upload adds (never document content)."""
         rec: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "request_id": request_id,
@@ -74,6 +76,8 @@ class AuditLog:
             rec["duration_ms"] = round(duration_ms, 3)
         if question_rewritten:
             rec["question_rewritten"] = True  # that the conversation changed the question, never its text
+        if detail:
+            rec["detail"] = dict(detail)
         with self._lock:
             rec["chain"] = self.chain
             rec["seq"] = self._seq

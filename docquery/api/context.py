@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from docquery.rag.pipeline import Trace
 
@@ -33,6 +34,8 @@ class RequestContext:
     trace: Trace | None = None
     doc_ids: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
+    # What an upload adds to its audit record: the job, the ACL given (ids and group names, never content).
+    audit_detail: dict[str, Any] = field(default_factory=dict)
     # Run when the request ends, however it ends (a stream whose body never started included).
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from docquery.api.auth.authenticator import ROLE_ADMIN, ROLE_QUERY, Authenticator
+from docquery.api.auth.authenticator import ROLE_ADMIN, ROLE_INGEST, ROLE_QUERY, Authenticator
 from docquery.api.context import RequestContext
 from docquery.api.errors import ApiError
 from docquery.api.fairshare import LlmShare, tenant_of
@@ -126,12 +126,14 @@ def verified_caller(request: Request) -> Principal:
     return principal
 
 
-def authorize(role: str) -> Callable[[Request], Awaitable[Call]]:
+def authorize(*roles: str) -> Callable[[Request], Awaitable[Call]]:
+    """The caller must hold one of ``roles``."""
+
     async def dependency(request: Request) -> Call:
         ctx = request_ctx(request)
         known: Principal | None = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY)
         principal = known or verified_caller(request)
-        if role not in principal.roles:
+        if principal.roles.isdisjoint(roles):
             # 403: the caller is known and verified, but not allowed this action.
             ctx.outcome = "forbidden"
             raise ApiError(403)
@@ -147,3 +149,6 @@ def authorize(role: str) -> Callable[[Request], Awaitable[Call]]:
 
 QueryCall = Annotated[Call, Depends(authorize(ROLE_QUERY))]
 AdminCall = Annotated[Call, Depends(authorize(ROLE_ADMIN))]
+IngestCall = Annotated[Call, Depends(authorize(ROLE_INGEST))]
+# A document's or a job's status: readers of the document and its uploader alike.
+StatusCall = Annotated[Call, Depends(authorize(ROLE_QUERY, ROLE_INGEST, ROLE_ADMIN))]

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -26,15 +26,30 @@ Clock = Callable[[], float]
 
 
 class BodyLimitMiddleware:
-    """Pure ASGI: reads the body up to ``max_bytes`` and replays it; beyond that, 413."""
+    """Pure ASGI: reads the body up to ``max_bytes`` and replays it; beyond that, 413.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    ``streamed`` routes, (method, path) -> their own bound, read their bodies themselves as they arrive
+    (uploads, into the spool): only a declared length past that bound is refused here, and nothing is held.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, streamed: Mapping[tuple[str, str], int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.streamed = dict(streamed or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        own_bound = self.streamed.get((scope["method"], scope["path"]))
+        if own_bound is not None:
+            declared = _content_length(scope)
+            if declared == -1:
+                await _send_error(scope, send, 400, "invalid Content-Length")
+            elif declared is not None and declared > own_bound:
+                await _send_error(scope, send, 413, "request body too large")
+            else:
+                await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:

@@ -99,6 +99,7 @@ class RequestMiddleware:
                 chunk_ids=chunk_ids,
                 duration_ms=elapsed * 1000.0,
                 question_rewritten=ctx.trace is not None and ctx.trace.rewritten,
+                detail=ctx.audit_detail,
             )
         # DEBUG: the audit record above is the per-request line at INFO; this one repeats it
         # in text form for local debugging without a second write per request in production.

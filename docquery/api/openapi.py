@@ -42,6 +42,7 @@ _ERRORS: dict[int, tuple[str, bool]] = {
     401: ("Missing or invalid credential (WWW-Authenticate: Bearer).", False),
     403: ("Valid credential without the required role.", False),
     404: ("Not found, or not visible to this caller.", False),
+    409: ("The document is still being processed (uploaded again, or deleted, while it is indexed).", False),
     413: ("Request body larger than api.max_body_bytes.", False),
     422: ("Invalid request: the message names the field and the bound, never the value.", False),
     429: ("Rate limited (per principal, or failed authentications per address).", True),
@@ -50,7 +51,8 @@ _ERRORS: dict[int, tuple[str, bool]] = {
     503: ("Starting, overloaded, or a dependency (index, embedder, language model) unavailable.", True),
 }
 _GENERATING = {"/v1/query", "/v1/chat/completions"}
-_HAS_404 = {"/v1/documents/{doc_id}", "/v1/models/{model_id}"}
+_HAS_404 = {"/v1/documents/{doc_id}", "/v1/models/{model_id}", "/v1/ingest/jobs/{job_id}"}
+_UPLOAD = "/v1/documents"
 
 
 def install_openapi(app: FastAPI, settings: Settings) -> None:
@@ -103,6 +105,10 @@ def _errors_for(path: str, operation: dict[str, Any]) -> list[int]:
     statuses = [401, 403, 429, 500, 503]
     if "requestBody" in operation:
         statuses += [400, 413, 422]
+        if path == _UPLOAD:
+            statuses.append(409)
+    if path == "/v1/documents/{doc_id}" and operation.get("operationId", "").startswith("delete"):
+        statuses.append(409)
     elif operation.get("parameters"):
         statuses.append(422)
     if path in _HAS_404:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from docquery.core import domain
-from docquery.core.domain import Citation
+from docquery.core.domain import Citation, DocumentStatus
 
 # Hard ceilings for the schema; the configured bounds (settings) are checked
 # in the routes and are at most these.
@@ -147,9 +147,11 @@ class DocumentInfo(BaseModel):
     title: str
     chunk_count: int
     ingested_at: str
-    status: Literal["complete", "pending"] = Field(
-        description="Ingest state: complete (every chunk written and recorded) or pending (an ingest is "
-        "writing or replacing its chunks, or stopped before recording them; the next ingest finishes it)."
+    status: DocumentStatus = Field(
+        description="Ingest state: indexed (every chunk written and recorded), quarantined (indexed, with chunks "
+        "the scan held out of search), pending (an ingest is writing or replacing its chunks, or stopped before "
+        "recording them; the next ingest finishes it), or an upload's queued, parsing, embedding, interrupted, "
+        'failed or skipped (docs/api.md, "Document status").'
     )
 
 
@@ -178,4 +180,43 @@ class ErrorEnvelope(BaseModel):
 class DeleteResult(BaseModel):
     doc_id: str
     deleted_chunks: int
+    request_id: str
+
+
+class UploadedDocument(BaseModel):
+    doc_id: str
+    name: str = Field(description="The file name as sent (checked: one plain name, no path or control characters)")
+    status: DocumentStatus
+
+
+class UploadAccepted(BaseModel):
+    job_id: str = Field(description="The batch: `GET /v1/ingest/jobs/{job_id}` counts its documents' states")
+    documents: list[UploadedDocument]
+    request_id: str
+
+
+class DocumentStatusInfo(BaseModel):
+    doc_id: str
+    source: str
+    title: str
+    status: DocumentStatus
+    reason: str = Field(default="", description="Why the document is failed, skipped or quarantined; never its text")
+    job_id: str | None = Field(default=None, description="The upload batch that last wrote it; none for the CLI's")
+    chunk_count: int
+    ingested_at: str
+    request_id: str
+
+
+class JobDocument(BaseModel):
+    doc_id: str
+    name: str
+    status: DocumentStatus
+    reason: str = ""
+
+
+class JobStatus(BaseModel):
+    job_id: str
+    documents: list[JobDocument] = Field(description="The job's documents the caller may see")
+    counts: dict[str, int] = Field(description="Documents in each state (every state named, zeros included)")
+    done: bool = Field(description="Every document is in a final state: indexed, quarantined, failed or skipped")
     request_id: str

@@ -45,7 +45,14 @@ UI_HEADERS = [
 ]
 # (method, path or path prefix ending in "/") the page calls with its session.
 _V1 = "/v1"
-SESSION_ROUTES = (("POST", _V1 + "/query"), ("GET", _V1 + "/documents"), ("GET", _V1 + "/passages/"))
+SESSION_ROUTES = (
+    ("POST", _V1 + "/query"),
+    ("GET", _V1 + "/documents"),
+    ("GET", _V1 + "/passages/"),
+    ("POST", _V1 + "/documents"),  # the upload view; the route still asks for the ingest role
+    ("GET", _V1 + "/documents/"),  # an uploaded document's status
+    ("GET", _V1 + "/ingest/jobs/"),
+)
 
 
 def is_ui_path(path: str) -> bool:
@@ -53,11 +60,8 @@ def is_ui_path(path: str) -> bool:
 
 
 def session_route(method: str, path: str) -> bool:
-    for m, p in SESSION_ROUTES:
-        if path == p or (p.endswith("/") and path.startswith(p)):
-            # A route's other methods are not the page's: the session is refused there as anywhere else.
-            return method == m
-    return False
+    # A route's other methods are not the page's (DELETE /v1/documents/{id}): the session is refused there.
+    return any(method == m and (path == p or (p.endswith("/") and path.startswith(p))) for m, p in SESSION_ROUTES)
 
 
 def cookie_header(name: str, value: str, *, max_age: int, path: str = "/", same_site: str = "Strict") -> str:

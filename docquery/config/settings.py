@@ -220,7 +220,10 @@ class AuthSettings(_Section):
     """JWT claim naming the caller's tenant, whose LLM share it draws on (dotted paths allowed). Unset, or absent
     from a token: the caller's set of groups is its tenant."""
     jwt_roles_claim: str = "roles"
-    """JWT claim that lists the caller's roles (`query`, `admin`)."""
+    """JWT claim that lists the caller's roles (`query`, `ingest`, `admin`)."""
+    jwt_may_grant_claim: str = "may_grant"
+    """JWT claim listing groups the caller may give an uploaded document besides its own (read like the groups
+    claim)."""
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])
     """Signature algorithms a JWT may use; never `none` or HMAC."""
     jwt_leeway_s: int = Field(default=30, ge=0, le=300)
@@ -351,6 +354,41 @@ class IngestSettings(_Section):
     the share's root when the share is ingested one subfolder at a time; a `PATH` outside it is exit 2."""
 
 
+class UploadSettings(_Section):
+    """Documents sent to the service: `POST /v1/documents` (docs/api.md, "Uploads")."""
+
+    enabled: bool = True
+    """Accept uploads and run their worker in `serve` (needs the `ingest` package and a key that may write the
+    collection); off: `POST /v1/documents` answers 503."""
+
+    max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    """Largest uploaded file, in bytes; a larger one gets 413 before the rest of it is read."""
+    max_files: int = Field(default=20, ge=1, le=1000)
+    """Files one request may carry; more get 422."""
+    max_name_bytes: int = Field(default=255, ge=16, le=1024)
+    """Longest file name, in UTF-8 bytes; longer gets 422."""
+    queue: int = Field(default=64, ge=1)
+    """Documents that may wait for the worker; an upload that would pass it gets 503 with `Retry-After`."""
+    concurrency: int = Field(default=1, ge=1, le=16)
+    """Documents the worker processes at once, each on its own thread."""
+    threads: int = Field(default=1, ge=0, le=64)
+    """Torch threads of the worker's model calls (for `embedder.kind=local`); 0: torch's default (every core).
+    Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
+    embed_batch: int = Field(default=8, ge=1, le=4096)
+    """Chunks per embed call of the worker: a question waits for at most one such call on the model."""
+    tenant_max_documents: int = Field(default=10_000, ge=1)
+    """Uploaded documents a tenant may hold; an upload past it gets 429."""
+    tenant_max_bytes: int = Field(default=10 * 1024**3, ge=1)
+    """Bytes of uploaded files a tenant may hold; an upload past it gets 413."""
+    rate_limit_per_minute: int = Field(default=30, ge=1)
+    """Upload requests per minute per caller, refused ones included; more get 429 with `Retry-After`."""
+    rate_limit_burst: int = Field(default=10, ge=1)
+    """Upload requests a caller may send at once above the steady rate."""
+    retention_s: int = Field(default=0, ge=0)
+    """Seconds an uploaded document is kept after it was last uploaded; then it is deleted (checked at start and
+    every hour at most). 0: kept until deleted. Documents from a corpus (the CLI's, its hand-over's) never expire."""
+
+
 class EncryptionSettings(_Section):
     enabled: bool = False
     """Encrypt chunk text at rest (AES-256-GCM under Vault Transit data keys, docs/security.md)."""
@@ -417,6 +455,7 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    uploads: UploadSettings = Field(default_factory=UploadSettings)
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)
     vault: VaultSettings = Field(default_factory=VaultSettings)
 

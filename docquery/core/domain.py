@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,11 +18,17 @@ class Principal(BaseModel):
     id: str
     groups: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
+    # Groups the caller may give an uploaded document besides its own (an API key's or a token's ``may_grant``).
+    may_grant: frozenset[str] = frozenset()
     # Who the caller's LLM share is counted against, when the credential names it (docquery.api.fairshare).
     tenant: str | None = None
 
     def acl(self) -> AclFilter:
         return AclFilter.for_groups(self.groups)
+
+    def grantable(self) -> frozenset[str]:
+        """The groups this caller may give an uploaded document: its own and its ``may_grant``, valid names only."""
+        return frozenset(g for g in self.groups | self.may_grant if is_valid_group_name(g))
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,21 @@ class Hit:
     dense_score: float | None = None
 
 
+# A document's ingest state, kept in its record (docs/api.md, "Document status"). ``pending``: the CLI is
+# writing it; the rest are an upload's, in order, with one final state. ``indexed`` was stored as
+# ``complete`` before uploads existed (read back as ``indexed``).
+DocumentStatus = Literal[
+    "queued", "parsing", "embedding", "pending", "interrupted", "indexed", "quarantined", "failed", "skipped"
+]
+DOCUMENT_STATES: tuple[str, ...] = get_args(DocumentStatus)
+# Searchable and settled: the plan leaves such a document alone when nothing about it changed.
+SETTLED_STATES = frozenset({"indexed", "quarantined"})
+# An upload's final states: the spool file is gone and nothing more happens to it.
+FINAL_STATES = frozenset({"indexed", "quarantined", "failed", "skipped"})
+# States a stopped process leaves behind; the next start re-queues them.
+UNFINISHED_STATES = frozenset({"queued", "parsing", "embedding", "interrupted"})
+
+
 @dataclass(frozen=True)
 class DocumentRecord:
     """Per-document state that lets ingest skip, replace and delete documents."""
@@ -117,7 +138,7 @@ class DocumentRecord:
     acl_groups: tuple[str, ...]
     title: str = ""
     ingested_at: str = ""
-    status: Literal["complete", "pending"] = "complete"
+    status: DocumentStatus = "indexed"
     extra: dict[str, str] = field(default_factory=dict)
 
 

@@ -7,6 +7,7 @@
      │    └── SealError           (docquery.ui.seal) no key can seal the page's cookies
      ├── UsageProblem           a flag's or a request's value is out of range (exit 2, HTTP 422)
      │    ├── InvalidRequest      (docquery.validation) a question, top_k, group or collection out of bounds
+     │    ├── MultipartError      (docquery.api.uploads.multipart) an upload's body or one of its parts is malformed
      │    └── UsageError          (ingest.model) a problem found before ingest writes anything
      ├── BusyError              another process holds the embedded index or a port (exit 3)
      ├── EmptyIndexError        ``ask``'s collection does not exist or holds nothing (exit 4)

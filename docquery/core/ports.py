@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
 from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, Prompt, QuarantinedChunk
+from docquery.core.uploads import UploadOutcome, UploadTask
 
 SearchMode = Literal["dense", "sparse", "hybrid"]
 # Reads a credential through the secret source on every call, so a rotated file is used at once.
@@ -159,3 +161,20 @@ class IndexAdapter(VectorIndex, DocumentCatalog, Protocol):
     async def aclose(self) -> None:
         """Release what belongs to the running event loop; the index stays usable from another."""
         ...
+
+
+class UploadProcessor(Protocol):
+    """Indexes one spooled upload through ingest's pipeline (the ``docquery.workers`` entry point ``upload``
+    builds it with the service's own index and embedder; docs/design.md, "Uploads")."""
+
+    def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
+        """Indexes a batch in one pipeline run and blocks until it ends: one outcome per task, in order. ``stop``
+        set (the service stopping) ends the documents not yet indexed as ``interrupted`` at the next point the
+        pipeline checks. Raises only for an index failure (the records then stay unfinished)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# The factory the ``upload`` entry point names: (settings, index, embedder) -> processor.
+UploadProcessorFactory = Callable[[Any, IndexAdapter, Embedder], UploadProcessor]

@@ -30,6 +30,7 @@ import functools
 import logging
 import math
 import os
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -94,6 +95,63 @@ def _one_torch_thread() -> None:
     torch.set_num_threads(1)  # per thread under OpenMP: the caller's threads keep their count
 
 
+def use_threads(n: int) -> None:
+    """Bound the calling thread's torch threads to ``n`` (a background worker beside queries); 0 leaves torch's
+    default. Nothing when torch is not loaded: then no model runs in this process."""
+    torch = sys.modules.get("torch")
+    if torch is not None and n > 0:
+        torch.set_num_threads(n)  # per thread under OpenMP, as ``_one_torch_thread``
+
+
+class QuestionsFirst:
+    """The model's lock, questions first: a waiting question takes the model before a waiting bulk call (an
+    ingest's, an upload's), so a question waits for about one bulk call (the upload worker keeps those small:
+    docs/design.md, "Uploads"). Not starving: once ``BULK_AFTER`` questions in a row have gone first, a waiting
+    bulk call has the next turn, so a stream of questions leaves uploads at least that share of the model."""
+
+    BULK_AFTER = 4
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._passed = 0  # questions that went first while a bulk call waited
+        self.questions = 0  # questions waiting
+        self.bulk = 0  # bulk calls waiting
+
+    def _turn(self, question: bool) -> bool:
+        if self._busy:
+            return False
+        bulk_due = self.bulk > 0 and self._passed >= self.BULK_AFTER
+        return not bulk_due if question else (self.questions == 0 or bulk_due)
+
+    @contextlib.contextmanager
+    def hold(self, *, question: bool) -> Iterator[None]:
+        with self._cond:
+            if question:
+                self.questions += 1
+            else:
+                self.bulk += 1
+            try:
+                while not self._turn(question):
+                    self._cond.wait()
+            finally:
+                if question:
+                    self.questions -= 1
+                else:
+                    self.bulk -= 1
+            if not question:
+                self._passed = 0
+            elif self.bulk:
+                self._passed += 1
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 class LocalEmbedder:
     def __init__(
         self, *, batch_size: int = 32, device: str = "cpu", precision: Precision = "auto", workers: int = 0
@@ -119,7 +177,7 @@ class LocalEmbedder:
             raise EmbedderError("load model")
         self._dimension = int(dimension)
         # torch releases the GIL; one lock keeps a single model from being driven twice at once.
-        self._lock = threading.Lock()
+        self._lock = QuestionsFirst()
         self.workers = resolve_workers(workers, device=device)
         self._pool: ThreadPoolExecutor | None = None
         self._coalesce = Coalescer(functools.partial(self.embed, query=True), batch_size)
@@ -141,7 +199,7 @@ class LocalEmbedder:
         if not texts:
             return []
         try:
-            with self._lock:
+            with self._lock.hold(question=query):
                 try:
                     if self.workers > 1 and len(texts) > self._batch_size:
                         return self._embed_in_workers(list(texts))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from docquery.core.collection import SCHEMA_VERSION, Key, Kind, list_key
-from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
+from docquery.core.domain import DOCUMENT_STATES, Chunk, DocumentRecord, DocumentStatus, IndexedChunk
 from docquery.core.ports import TextCipher
 
 
@@ -82,7 +82,7 @@ def document_payload(record: DocumentRecord) -> dict[str, Any]:
 
 
 def document_from_payload(payload: Mapping[str, Any]) -> DocumentRecord:
-    status = payload.get(Key.STATUS, "complete")
+    status = _status(payload.get(Key.STATUS, "indexed"))
     return DocumentRecord(
         doc_id=str(payload[Key.DOC_ID]),
         source=str(payload.get(Key.SOURCE, "")),
@@ -92,9 +92,17 @@ def document_from_payload(payload: Mapping[str, Any]) -> DocumentRecord:
         acl_groups=tuple(payload.get(Key.ACL_GROUPS) or ()),
         title=str(payload.get(Key.TITLE, "")),
         ingested_at=str(payload.get(Key.INGESTED_AT, "")),
-        status="pending" if status == "pending" else "complete",
+        status=status,
         extra={str(k): str(v) for k, v in (payload.get(Key.EXTRA) or {}).items()},
     )
+
+
+def _status(value: object) -> DocumentStatus:
+    # Records written before uploads say "complete" for "indexed"; an unknown word is read as not finished,
+    # so the next ingest (or start) redoes the document rather than trusting it.
+    if value == "complete":
+        return "indexed"
+    return value if isinstance(value, str) and value in DOCUMENT_STATES else "pending"  # type: ignore[return-value]
 
 
 def meta_payload(model_id: str, dimension: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from docquery.core.collection import PUBLIC_GROUP, document_id
-from docquery.core.domain import DocumentRecord
+from docquery.core.domain import SETTLED_STATES, DocumentRecord
 from ingest.discover.acl import AclResolver, Broken, Found, Resolution
 from ingest.discover.walk import Discovery, Filters, Shard
 from ingest.model import EXTRA_PATH, EXTRA_PIPELINE, FileRejected, PlannedDoc, SourceFile
@@ -130,7 +130,7 @@ def build_plan(
         if prev is None:
             plan.add.append(planned)
         elif (
-            prev.status != "complete"
+            prev.status not in SETTLED_STATES
             or prev.content_sha256 != sha
             or prev.extra.get(EXTRA_PIPELINE) != src.fingerprint(pipeline_fingerprint)
             or prev.source != src.cited_as

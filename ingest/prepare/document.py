@@ -110,7 +110,7 @@ def prepare(planned: PlannedDoc, chunker: SentenceChunker, cfg: PrepareConfig) -
         acl_groups=src.acl_groups,
         title=title,
         ingested_at=cfg.ingested_at,
-        status="complete",
+        status="quarantined" if any(quarantined) else "indexed",
         extra=extra,
     )
     return PreparedDoc(

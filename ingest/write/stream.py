@@ -28,12 +28,12 @@ import logging
 import queue
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from docquery.core.domain import DocumentRecord, IndexedChunk
+from docquery.core.domain import DocumentRecord, DocumentStatus, IndexedChunk
 from docquery.core.ports import Embedder, IndexAdapter
 from ingest.model import PlannedDoc, PreparedDoc
 from ingest.prepare.parse_child import Prepare
@@ -57,6 +57,10 @@ class StreamConfig:
     parse_timeout_s: float = 300.0  # a file still parsing after this fails (parse process only)
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
+    # The record's state while its chunks are written: the CLI's "pending", an upload's "embedding".
+    writing_status: DocumentStatus = "pending"
+    # Run first on the embed thread (the upload worker bounds the model's threads there).
+    thread_init: Callable[[], None] | None = None
 
 
 @dataclass
@@ -211,6 +215,8 @@ class _Embedding:
 
     def run(self, source: queue.Queue[tuple[PreparedDoc, int] | None]) -> None:
         try:
+            if self.cfg.thread_init is not None:
+                self.cfg.thread_init()
             done = False
             while not done and not self.shared.stop.is_set():
                 try:
@@ -247,7 +253,7 @@ def _write(index: IndexAdapter, cfg: StreamConfig, shared: _Shared, source: queu
             for prep, item in batch.items:
                 if item.chunk.doc_id not in started:
                     started.add(item.chunk.doc_id)
-                    pending[item.chunk.doc_id] = replace(prep.record, status="pending")
+                    pending[item.chunk.doc_id] = replace(prep.record, status=cfg.writing_status)
             index.put_documents(list(pending.values()))
             for i in range(0, len(batch.items), cfg.upsert_batch):
                 part = [item for _, item in batch.items[i : i + cfg.upsert_batch]]

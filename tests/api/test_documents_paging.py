@@ -66,7 +66,7 @@ def test_default_page_and_last_page(h: Harness) -> None:
 def test_each_document_has_its_ingest_state(h: Harness) -> None:
     states = {d["doc_id"]: d["status"] for d in _walk(h, ENG, 50)}
     assert states.pop("eng-05") == "pending"
-    assert set(states.values()) == {"complete"}
+    assert set(states.values()) == {"indexed"}
 
 
 def _refusal(h: Harness, cursor: str, auth: dict[str, str]) -> tuple[int, dict[str, Any]]:

@@ -48,8 +48,9 @@ CHROMIUM_ARGS = [
 KEYS = {
     "tok-staff-browser": ("staff-user", ["staff"], ["query"]),
     "tok-security-browser": ("security-user", ["security"], ["query"]),
+    "tok-uploader-browser": ("uploader", ["staff"], ["query", "ingest"]),
 }
-STAFF_KEY, SECURITY_KEY = "tok-staff-browser", "tok-security-browser"
+STAFF_KEY, SECURITY_KEY, UPLOADER_KEY = "tok-staff-browser", "tok-security-browser", "tok-uploader-browser"
 HOSTILE_TITLE = 'Parking <img src=x onerror="window.__pwned=1"> ![t](https://evil.example/t.png) \u202eevil'
 # Runs before the page's own script: counts every CSP violation the page reports (window.__csp).
 INIT_SCRIPT = """

@@ -325,7 +325,7 @@ def test_several_records_in_one_write_replace_one_by_one_writes(opener: Opener, 
     assert [index.get_document(d) for d in ("a", "b", "c")] == pending
     complete = [record(d, "/docs", ("eng",), 3) for d in ("a", "b")]
     index.put_documents(complete)
-    assert [d.status for d in index.list_documents()] == ["complete", "complete", "pending"]
+    assert [d.status for d in index.list_documents()] == ["indexed", "indexed", "pending"]
     assert index.count_chunks() == 0
 
 

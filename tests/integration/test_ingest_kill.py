@@ -112,5 +112,5 @@ def test_killed_run_converges_to_the_clean_state(tmp_path: Path) -> None:
 
     rerun = _ingest(data, root, stand_in)
     assert rerun == clean
-    assert all(status == "complete" and len(ids) == count for status, _, count, _, ids in rerun.values())
+    assert all(status == "indexed" and len(ids) == count for status, _, count, _, ids in rerun.values())
     assert len(rerun) == 140

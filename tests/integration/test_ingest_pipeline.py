@@ -100,7 +100,7 @@ def test_each_bad_file_is_reported_others_indexed_nothing_lost(
         assert reason in reasons[name], (name, reasons[name])
     assert (report["added"], report["updated"], report["deleted"], report["unchanged"]) == (1, 0, 0, 4)
     after = env.state()
-    assert after["new.md"][0] == "complete" and after["new.md"][2] == 1
+    assert after["new.md"][0] == "indexed" and after["new.md"][2] == 1
     assert {k: v for k, v in after.items() if k != "new.md"} == before, "a previously indexed document changed"
 
 
@@ -215,7 +215,7 @@ def test_acl_only_change_updates_payload_without_reembedding(ingest_env: IngestE
     assert (report.acl_updated, report.updated, report.chunks_written, report.chunks_embedded) == (1, 0, 0, 0)
     assert env.embedder.calls == calls, "ACL-only change must not re-embed"
     status, _, _, acl, ids = env.state()["memo.md"]
-    assert (status, acl, ids) == ("complete", ("board", "legal"), ids_before)
+    assert (status, acl, ids) == ("indexed", ("board", "legal"), ids_before)
     for groups, visible in (({"staff"}, 0), ({"legal"}, 2)):
         hits = asyncio.run(
             env.index.search(dense=None, text="merger terms", acl=AclFilter.for_groups(groups), limit=5, mode="sparse")
@@ -293,10 +293,10 @@ def test_embedder_failure_fails_those_documents_and_the_rerun_converges(ingest_e
     env.embedder.fail_after = None
     report = env.run(settings=settings)
     assert report.failed == [] and report.added + report.updated == 12 - sum(
-        1 for s in partial.values() if s[0] == "complete"
+        1 for s in partial.values() if s[0] == "indexed"
     )
     final = env.state()
-    assert all(s[0] == "complete" and len(s[4]) == s[2] for s in final.values()) and len(final) == 12
+    assert all(s[0] == "indexed" and len(s[4]) == s[2] for s in final.values()) and len(final) == 12
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from docquery.api.app import create_app
 from docquery.config.settings import Settings
 from docquery.core.domain import Chunk, DocumentRecord, IndexedChunk
-from docquery.core.ports import Generator
+from docquery.core.ports import Generator, UploadProcessorFactory
 from docquery.generators.openai_chat import OpenAIChatGenerator
 from docquery.index import QdrantIndex, open_edge
 from docquery.wiring import Components, build_components
@@ -183,6 +183,7 @@ def make_harness(
     generator: Generator | None = None,
     jwks: dict[str, Any] | None = None,
     embedder: HashEmbedder | None = None,
+    upload_processor: UploadProcessorFactory | None = None,
     **overrides: Any,
 ) -> Iterator[Harness]:
     secrets_dir = tmp / "secrets"
@@ -194,7 +195,7 @@ def make_harness(
     embedder = embedder or HashEmbedder()
     index = open_edge(tmp / "index", name="api-test", model_id=embedder.model_id, dimension=embedder.dimension)
     components = build_components(settings, embedder=embedder, index=index, generator=generator)
-    app = create_app(settings, components=components)
+    app = create_app(settings, components=components, upload_processor=upload_processor)
     try:
         with TestClient(app, raise_server_exceptions=False) as client:
             yield Harness(app, client, Corpus(index, embedder), settings, components, secrets_dir)

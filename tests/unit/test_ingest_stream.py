@@ -144,7 +144,7 @@ def test_short_documents_keep_two_calls_ready_while_the_embedder_works() -> None
     # Records are written in batches; per document the crash-safe order still holds.
     for doc in (f"d{i}" for i in range(60)):
         ops = [op for op, d in index.log if d == doc]
-        assert ops == ["pending", "chunk", "delete", "complete"], (doc, ops)
+        assert ops == ["pending", "chunk", "delete", "indexed"], (doc, ops)
 
 
 def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
@@ -160,7 +160,7 @@ def test_a_document_larger_than_the_whole_budget_still_passes() -> None:
     assert not worker.is_alive()
     assert sum(embedder.sizes) == 55 and max(embedder.sizes) <= 4
     assert len(index.points) == 55 and report.added == 3
-    assert all(r.status == "complete" for r in index.records.values())
+    assert all(r.status == "indexed" for r in index.records.values())
 
 
 @pytest.mark.slow  # waits for the parser to stay idle for 0.2 s

@@ -2,9 +2,12 @@
 
 The file holds only SHA-256 hex digests of the full tokens::
 
-    [{"id": "ci-bot", "sha256": "<64 hex>", "groups": ["eng"], "roles": ["query"], "tenant": "eng-tools"}]
+    [{"id": "ci-bot", "sha256": "<64 hex>", "groups": ["eng"], "roles": ["query"], "tenant": "eng-tools",
+      "may_grant": ["eng-readers"]}]
 
-``tenant`` (optional) names whose LLM share the key draws on; without it, its set of groups does.
+``tenant`` (optional) names whose LLM share the key draws on; without it, its set of groups does. It is also
+the namespace of the key's uploads. ``may_grant`` (optional) lists groups the key may give the documents it
+uploads besides its own.
 
 Rotation: an operator (through Vault) first lists the old and the new key
 together (the overlap window, both valid), then drops the old one. The file is
@@ -43,6 +46,7 @@ class ApiKeyEntry:
     groups: frozenset[str]
     roles: frozenset[str]
     tenant: str | None = None
+    may_grant: frozenset[str] = frozenset()
 
 
 class ApiKeyFileError(ConfigError, ValueError):
@@ -73,6 +77,9 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
         if not all(is_valid_group_name(g) for g in groups):
             raise ApiKeyFileError(f"entry {i}: groups: {GROUP_NAME_RULE}")
         roles = _string_set(raw.get("roles", []), f"entry {i}: roles")
+        may_grant = _string_set(raw.get("may_grant", []), f"entry {i}: may_grant")
+        if not all(is_valid_group_name(g) for g in may_grant):
+            raise ApiKeyFileError(f"entry {i}: may_grant: {GROUP_NAME_RULE}")
         tenant = raw.get("tenant")
         if tenant is not None and not (isinstance(tenant, str) and tenant and tenant == tenant.strip()):
             raise ApiKeyFileError(f"entry {i}: tenant must be a non-empty string without surrounding spaces")
@@ -84,7 +91,7 @@ def parse_key_file(data: Any) -> tuple[tuple[bytes, ApiKeyEntry], ...]:
             log.warning("api key id %r appears more than once (allowed during rotation)", key_id)
         seen_digests.add(raw_digest)
         seen_ids.add(key_id)
-        table.append((raw_digest, ApiKeyEntry(key_id, groups, roles, tenant)))
+        table.append((raw_digest, ApiKeyEntry(key_id, groups, roles, tenant, may_grant)))
     return tuple(table)
 
 

@@ -37,6 +37,7 @@ log = logging.getLogger("docquery.api.auth.authenticator")
 
 ROLE_QUERY = "query"
 ROLE_ADMIN = "admin"
+ROLE_INGEST = "ingest"  # may upload documents (POST /v1/documents)
 # Asymmetric only: an HS* algorithm would let anyone holding the public JWKS forge tokens.
 MAX_HEADER_CHARS = 16384  # JWTs with many groups are large; API keys are bounded again by the verifier
 _ALLOWED_ALGS = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -74,6 +75,8 @@ class JwtVerifier:
             tenant=tenant if isinstance(tenant, str) and tenant else None,
             groups=group_set(groups, self._split, lambda n: self._refuse(issuer, n)),
             roles=role_set(claim_at(claims, self._s.jwt_roles_claim), self._split),
+            # Read as the groups claim is: a value that is not a group name grants nothing.
+            may_grant=group_set(claim_at(claims, self._s.jwt_may_grant_claim), self._split, lambda n: None),
         )
 
     def _refuse(self, issuer: str, count: int) -> None:
@@ -175,7 +178,9 @@ class Authenticator:
         entry = self.api_keys.verify(token)
         if entry is None:
             return None
-        return Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles, tenant=entry.tenant)
+        return Principal(
+            id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles, tenant=entry.tenant, may_grant=entry.may_grant
+        )
 
 
 def _bearer(header: str | None) -> str | None:

@@ -86,7 +86,9 @@ class Sessions:
             return None
         digest = hashlib.sha256(api_key.encode("utf-8")).hexdigest()
         session = Session("key", secrets.token_urlsafe(32), self._ends(), key_digest=digest)
-        principal = Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles)
+        principal = Principal(
+            id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles, tenant=entry.tenant, may_grant=entry.may_grant
+        )
         return principal, session, self.seal(session)
 
     def start_with_tokens(self, access_token: str, refresh_token: str | None) -> tuple[Principal, Session, str] | None:
@@ -129,7 +131,17 @@ class Sessions:
                 return None
             if entry is None:
                 return None
-            return Resolved(Principal(id=f"key:{entry.id}", groups=entry.groups, roles=entry.roles), session, None)
+            return Resolved(
+                Principal(
+                    id=f"key:{entry.id}",
+                    groups=entry.groups,
+                    roles=entry.roles,
+                    tenant=entry.tenant,
+                    may_grant=entry.may_grant,
+                ),
+                session,
+                None,
+            )
         return await self._resolve_oidc(session)
 
     async def _resolve_oidc(self, session: Session) -> Resolved | None:

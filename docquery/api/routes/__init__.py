@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from docquery.api.routes import documents, health, openai_compat, passages, quarantine, query, ui_page, ui_session
+from docquery.api.routes import (
+    documents,
+    health,
+    openai_compat,
+    passages,
+    quarantine,
+    query,
+    ui_page,
+    ui_session,
+    uploads,
+)
 
 # Included into the app one by one: FastAPI matches included routers level by level, so
 # one wrapping router would add a level to every request's route matching.
@@ -12,6 +22,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     query.router,
     openai_compat.router,
     documents.router,
+    uploads.router,
     passages.router,
     quarantine.router,
     health.router,

@@ -95,6 +95,10 @@ async def delete_document(doc_id: Annotated[str, Path(min_length=1, max_length=5
     if record is None or acl.allows_nothing or not set(record.acl_groups) & set(acl.labels):
         ctx.outcome = "not_found"
         raise ApiError(404, "document not found")
+    if record.status in ("parsing", "embedding"):
+        # The upload worker is writing it: deleting now would leave its final record behind.
+        ctx.outcome = "conflict"
+        raise ApiError(409, "the document is being indexed; delete it once its status is final")
     deleted = await asyncio.to_thread(c.index.delete_document, doc_id)
     ctx.doc_ids = [doc_id]
     ctx.outcome = "deleted"

@@ -65,6 +65,7 @@ def _who(principal: Principal, session: Session) -> dict[str, Any]:
         "signed_in": True,
         "principal": principal.id,
         "groups": sorted(principal.groups),
+        "roles": sorted(principal.roles),  # which views the page offers; every route checks the role itself
         "kind": session.kind,
         "csrf": session.csrf,
     }

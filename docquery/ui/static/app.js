@@ -15,7 +15,8 @@ const policy = window.trustedTypes
   ? window.trustedTypes.createPolicy("docquery-answer", { createHTML: (html) => html })
   : { createHTML: (html) => html };
 
-const state = { csrf: "", history: [], busy: false, cursors: [null], page: 0, next: null, opener: null };
+const state = { csrf: "", history: [], busy: false, cursors: [null], page: 0, next: null, opener: null, job: 0 };
+const FINAL = new Set(["indexed", "quarantined", "failed", "skipped"]);
 
 // -- the service ---------------------------------------------------------------------------------
 
@@ -30,12 +31,13 @@ class ApiError extends Error {
 async function call(method, url, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers["X-CSRF-Token"] = state.csrf || "sign-in";
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const form = body instanceof FormData;  // the browser writes a multipart body's Content-Type and boundary
+  if (body !== undefined && !form) headers["Content-Type"] = "application/json";
   let response;
   try {
     response = await fetch(url, {
       method, headers, credentials: "same-origin", cache: "no-store",
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
     });
   } catch {
     throw new ApiError(0, "The service cannot be reached. Check your connection and try again.");
@@ -74,16 +76,21 @@ function say(text) { $("status").textContent = text; }
 // -- views ---------------------------------------------------------------------------------------
 
 function show(view) {
-  for (const id of ["sign-in", "ask", "docs"]) $(id).hidden = id !== view;
+  for (const id of ["sign-in", "ask", "docs", "upload"]) $(id).hidden = id !== view;
   const signedIn = view !== "sign-in";
   $("nav").hidden = !signedIn;
   $("account").hidden = !signedIn;
   $("show-ask").setAttribute("aria-current", view === "ask" ? "page" : "false");
   $("show-docs").setAttribute("aria-current", view === "docs" ? "page" : "false");
+  $("show-upload").setAttribute("aria-current", view === "upload" ? "page" : "false");
 }
 
 function signedIn(who) {
   state.csrf = who.csrf;
+  const roles = new Set(who.roles || []);
+  $("show-upload").hidden = !roles.has("ingest");
+  $("upload-public-row").hidden = !roles.has("admin");
+  $("upload-groups").value = (who.groups || []).join(",");
   $("who").textContent = who.principal;
   $("sign-in-error").textContent = "";
   show("ask");
@@ -433,5 +440,74 @@ async function loadDocuments(page) {
     handle(err);
   }
 }
+
+// -- uploads -------------------------------------------------------------------------------------
+
+$("show-upload").addEventListener("click", () => { show("upload"); $("upload-files").focus(); });
+
+$("upload-public").addEventListener("change", () => { $("upload-groups").disabled = $("upload-public").checked; });
+
+function uploadRows(documents) {
+  return documents.map((d) => {
+    const row = document.createElement("tr");
+    for (const value of [d.name, d.status, d.reason || ""]) {
+      const cell = document.createElement("td");
+      cell.textContent = value;  // names and reasons are the service's data: text only
+      row.append(cell);
+    }
+    return row;
+  });
+}
+
+function uploadSentence(err) {
+  if (err.status === 403 && !err.message.includes("CSRF")) return `The upload was refused: ${err.message}.`;
+  if (err.status === 409 || err.status === 413 || err.status === 422 || err.status === 400) {
+    return `The upload was refused: ${err.message}.`;
+  }
+  return sentence(err);
+}
+
+// Follows the job until every document is in a final state; a newer upload stops the older one's polling.
+async function follow(jobId, ticket) {
+  while (ticket === state.job) {
+    try {
+      const job = await (await call("GET", `/v1/ingest/jobs/${encodeURIComponent(jobId)}`)).json();
+      if (ticket !== state.job) return;
+      $("upload-rows").replaceChildren(...uploadRows(job.documents));
+      if (job.done) {
+        const counts = Object.entries(job.counts).filter(([, n]) => n).map(([s, n]) => `${n} ${s}`);
+        say(`Upload finished: ${counts.join(", ")}.`);
+        return;
+      }
+    } catch (err) {
+      handle(err);
+      return;
+    }
+    await new Promise((resolve) => { setTimeout(resolve, 1000); });
+  }
+}
+
+$("upload-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const files = $("upload-files").files;
+  if (!files.length) return;
+  const body = new FormData();
+  for (const file of files) body.append("files", file, file.name);
+  if ($("upload-public").checked) body.append("public", "true");
+  else body.append("groups", $("upload-groups").value);
+  $("upload-button").disabled = true;
+  say("Uploading…");
+  try {
+    const accepted = await (await call("POST", "/v1/documents", body)).json();
+    $("upload-rows").replaceChildren(...uploadRows(accepted.documents));
+    say(`Uploaded ${accepted.documents.length} files; indexing…`);
+    state.job += 1;
+    follow(accepted.job_id, state.job);
+  } catch (err) {
+    if (err.status === 401) handle(err); else say(uploadSentence(err));
+  } finally {
+    $("upload-button").disabled = false;
+  }
+});
 
 start();
