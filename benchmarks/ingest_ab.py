@@ -8,7 +8,8 @@ checkout, each in a fresh process whose ``sys.path`` starts with that checkout, 
 ``ingest`` and ``docquery`` in the same venv. The model is loaded and warmed before the timing, the data dir is
 new for every run, and the order alternates (AB, BA, AB, ...) so that the shared machine's drift hits both
 sides alike. Reported per side: the median and spread of chunks/s, and of the seconds outside the embedder
-(the pipeline's own work, which a change to reading, scanning or writing moves), with the load average.
+(the pipeline's own work, which a change to reading, scanning or writing moves), with the load average; and the
+median of each round's own after/before ratio, whose two runs are adjacent and so share the machine's state.
 """
 
 from __future__ import annotations
@@ -92,12 +93,18 @@ def main() -> int:
         result[side] = {key: summary(side_runs, key) for key in ("chunks_per_s", "outside_embedder_s", "load1")}
     ratio = result["after"]["chunks_per_s"]["median"] / result["before"]["chunks_per_s"]["median"]
     result["after_over_before"] = ratio
+    paired = [a["chunks_per_s"] / b["chunks_per_s"] for a, b in zip(runs["after"], runs["before"], strict=True)]
+    result["paired_after_over_before"] = summary([{"r": r} for r in paired], "r")
     for side in ("before", "after"):
         s = result[side]
         print(f"{side}: chunks/s median {s['chunks_per_s']['median']:.1f} "
               f"({s['chunks_per_s']['min']:.1f} to {s['chunks_per_s']['max']:.1f}); outside the embedder median "
               f"{s['outside_embedder_s']['median']:.2f} s; load {s['load1']['median']:.2f}")  # fmt: skip
-    print(f"after / before (medians of chunks/s): {ratio:.3f}")
+    p = result["paired_after_over_before"]
+    print(
+        f"after / before: {ratio:.3f} (medians of chunks/s); {p['median']:.3f} median of the rounds' own "
+        f"ratios ({p['min']:.3f} to {p['max']:.3f})"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0
