@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import string
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ingest.cli as ingest_cli
-from docquery.cli import main
+from docquery.cli import build_parser, main
 from docquery.config.settings import Settings, SettingsError
 from docquery.core.collection import is_valid_collection_name
 from docquery.core.errors import BusyError
@@ -108,10 +107,7 @@ def test_the_busy_line_is_escaped(
         raise BusyError(f"the embedded index {tmp_path}/x{hostile}y is open in pid 1")
 
     monkeypatch.setattr(ingest_cli, "run_ingest", busy)
-    args = argparse.Namespace(
-        paths=[tmp_path], public=False, groups="staff", collection=None, include=[], exclude=[],
-        delete_missing=False, dry_run=False, shard=None, strict=False, json=False, acl_root=None,
-    )  # fmt: skip
+    args = build_parser().parse_args(["ingest", str(tmp_path), "--groups", "staff"])
     assert ingest_cli.run(args, Settings(data_dir=tmp_path)) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and hostile not in err.rstrip("\n") and "x\\" in err

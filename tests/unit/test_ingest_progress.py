@@ -3,7 +3,6 @@ call runs, unwrapped plain report lines, and one report."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import logging
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from docquery.cli import build_parser
 from docquery.config.settings import Settings
 from ingest.cli import run
 from ingest.report.progress import Counts, PlainProgress, RichProgress
@@ -86,10 +86,7 @@ def test_the_report_is_printed_once(
     caplog.set_level(logging.INFO)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("Expense reports are due within 30 days.")
-    args = argparse.Namespace(
-        paths=[tmp_path / "docs"], public=False, groups="staff", collection=None, include=[], exclude=[],
-        delete_missing=False, dry_run=False, shard=None, json=False, strict=False, acl_root=None,
-    )  # fmt: skip
+    args = build_parser().parse_args(["ingest", str(tmp_path / "docs"), "--groups", "staff"])
     settings = Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "none")
     assert run(args, settings, embedder=HashEmbedder()) == 0
     out = capsys.readouterr().out

@@ -104,7 +104,11 @@ def test_key_file_takes_comments_and_blank_lines() -> None:
         ("GET", "/v1/query", False),
         ("GET", "/v1/documents", True),
         ("DELETE", "/v1/documents/x", False),
-        ("GET", "/v1/documents/x", False),
+        ("GET", "/v1/documents/x", True),  # an upload's status, for the upload view
+        ("POST", "/v1/documents", True),
+        ("PUT", "/v1/documents", False),
+        ("GET", "/v1/ingest/jobs/j", True),
+        ("POST", "/v1/ingest/jobs/j", False),
         ("GET", "/v1/passages/doc/0", True),
         ("POST", "/v1/passages/doc/0", False),
         ("POST", "/v1/chat/completions", False),
