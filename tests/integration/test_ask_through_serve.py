@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from docquery.runtime.preflight import lock_holder
 from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import write
+from tests.support.process_env import docquery_env
 
 pytestmark = pytest.mark.slow  # starts a service that loads the bundled model
 
@@ -38,15 +38,7 @@ class Served:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
-    env.update(
-        DOCQUERY_DATA_DIR=str(tmp / "data"),
-        DOCQUERY_SECRETS_DIR=str(tmp / "secrets"),
-        DOCQUERY_METRICS_PORT="0",
-        DOCQUERY_EMBEDDER__TUNE_MALLOC="false",
-        HF_HUB_OFFLINE="1",
-    )
-    return env
+    return docquery_env(tmp)
 
 
 def _corpus(tmp: Path) -> None:

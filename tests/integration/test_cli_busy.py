@@ -30,20 +30,13 @@ from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.fakes import HashEmbedder
 from tests.support.ingest_fixtures import ModelStandIn, scifact_docs, write
+from tests.support.process_env import docquery_env
 
 _EXIT_INTERRUPTED = 130
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
-    env.update(
-        DOCQUERY_DATA_DIR=str(tmp / "data"),
-        DOCQUERY_SECRETS_DIR=str(tmp / "no-secrets"),
-        DOCQUERY_EMBEDDER__TUNE_MALLOC="false",
-        HF_HUB_OFFLINE="1",
-        **extra,
-    )
-    return env
+    return docquery_env(tmp, secrets="no-secrets", **extra)
 
 
 def _docquery(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

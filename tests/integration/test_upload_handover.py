@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 
 from ingest.discover.acl import ACL_FILE
 from tests.support.ingest_fixtures import write
+from tests.support.process_env import docquery_env
 
 pytestmark = pytest.mark.slow
 KEYS = {
@@ -38,17 +38,7 @@ class Served:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
-    env.update(
-        DOCQUERY_DATA_DIR=str(tmp / "data"),
-        DOCQUERY_SECRETS_DIR=str(tmp / "secrets"),
-        DOCQUERY_METRICS_PORT="0",
-        DOCQUERY_EMBEDDER__TUNE_MALLOC="false",
-        DOCQUERY_API__RATE_LIMIT_PER_MINUTE="100000",
-        DOCQUERY_API__RATE_LIMIT_BURST="100000",
-        HF_HUB_OFFLINE="1",
-    )
-    return env
+    return docquery_env(tmp, DOCQUERY_API__RATE_LIMIT_PER_MINUTE="100000", DOCQUERY_API__RATE_LIMIT_BURST="100000")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -32,6 +31,7 @@ import pytest
 from docquery.config.settings import Settings
 from docquery.core.collection import chunk_point_id
 from docquery.wiring import build_embedder, build_index
+from tests.support.process_env import docquery_env
 from tests.support.serve_local_qdrant import open_local
 
 pytestmark = pytest.mark.slow
@@ -46,20 +46,14 @@ class Service:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQUERY_")}
-    env.update(
-        DOCQUERY_DATA_DIR=str(tmp / "data"),
-        DOCQUERY_SECRETS_DIR=str(tmp / "secrets"),
-        DOCQUERY_METRICS_PORT="0",
-        DOCQUERY_EMBEDDER__TUNE_MALLOC="false",
+    return docquery_env(
+        tmp,
         DOCQUERY_UPLOADS__EMBED_BATCH="1",  # slow on purpose: one chunk per model call
         DOCQUERY_INGEST__OPTIMIZE="false",
         DOCQUERY_API__RATE_LIMIT_PER_MINUTE="100000",  # the test polls statuses
         DOCQUERY_API__RATE_LIMIT_BURST="100000",
         DOCQUERY_LOG_FORMAT="json",
-        HF_HUB_OFFLINE="1",
     )
-    return env
 
 
 def _keys(tmp: Path) -> None:
