@@ -9,7 +9,7 @@ a cursor names nothing the caller could not see on the page it came from.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
@@ -41,16 +41,16 @@ def resume_after(call: QueryCall | AdminCall, cursor: str | None, listing: str) 
     return after
 
 
+def cursor_query(max_chars: int) -> Any:
+    """The ``cursor`` query parameter of a listing: a sealed token in base64url, at most ``max_chars``."""
+    return Query(max_length=max_chars, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before.")
+
+
 @router.get("/documents", response_model=DocumentList)
 async def list_documents(
     call: QueryCall,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Documents per page.")] = DEFAULT_PAGE,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=_MAX_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before."
-        ),
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(_MAX_CURSOR_CHARS)] = None,
     title: Annotated[
         str | None, Query(min_length=1, max_length=200, description="Only titles containing this (any case).")
     ] = None,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from docquery.api.cursors import CursorSealer
 from docquery.api.deps import AdminCall
-from docquery.api.routes.documents import DEFAULT_PAGE, MAX_PAGE, resume_after
+from docquery.api.routes.documents import DEFAULT_PAGE, MAX_PAGE, cursor_query, resume_after
 from docquery.rag.citation_fields import plain_field
 
 router = APIRouter(prefix="/v1/admin")
@@ -44,12 +44,7 @@ class QuarantineList(BaseModel):
 async def list_quarantine(
     call: AdminCall,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Chunks per page.")] = DEFAULT_PAGE,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=_MAX_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$", description="`next_cursor` of the page before."
-        ),
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(_MAX_CURSOR_CHARS)] = None,
     doc_id: Annotated[
         str | None, Query(min_length=1, max_length=512, description="Only this document's chunks.")
     ] = None,
