@@ -14,16 +14,12 @@ Writes one PNG per figure, named ``<out>-latency.png``, ``-recall.png``, ``-memo
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
-
-import matplotlib as mpl
-
-mpl.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
 
 FIGURES: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "latency": (
@@ -95,6 +91,12 @@ def _short(n: int) -> str:
 
 
 def plot(rows: list[dict[str, Any]], out: Path, *, since: str = "") -> list[Path]:
+    # matplotlib is a benchmark extra (make bench-setup): the figures' arithmetic above works without it.
+    import matplotlib as mpl
+
+    mpl.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
     by_n = runs_per_size(rows, since)
     if not by_n:
         raise ValueError(f"no runs dated on or after {since!r}")
@@ -137,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     if not rows:
         ap.error(f"{args.results}: no results")
+    if importlib.util.find_spec("matplotlib") is None:
+        ap.error("matplotlib is not installed: it is a benchmark extra, installed by `make bench-setup`")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         written = plot(rows, args.out, since=args.since)

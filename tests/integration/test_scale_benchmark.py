@@ -112,6 +112,7 @@ def test_plot_draws_the_median_of_each_size_and_the_range_of_its_runs() -> None:
 
 
 def test_plot_writes_one_png_per_figure_and_refuses_an_empty_selection(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="a benchmark extra (make bench-setup), not part of make setup")
     plot = _plot_module()
     results = tmp_path / "results.jsonl"
     runs = [{**r, "recall_at_10": 1.0, "peak_rss_mb": 3300.0, "build_s": 700.0} for r in RUNS[:-1]]
