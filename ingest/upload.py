@@ -37,6 +37,7 @@ from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import SNIFF_BYTES, TEXT_KINDS, Limits, looks_like_html, precheck, sniffs_as_text
 from ingest.prepare.loaders.docx import OLE_MAGIC
 from ingest.prepare.loaders.pdf import PDF_MAGIC
+from ingest.prepare.parsing import Standby
 from ingest.report.progress import NullProgress
 from ingest.report.summary import Report
 from ingest.write.stream import StreamConfig, index_documents
@@ -45,6 +46,12 @@ ZIP_MAGIC = b"PK\x03\x04"
 UPLOAD_ORIGIN = "upload"
 EXTRA_HELD = "quarantined_chunks"  # how many of the document's chunks the scan held out of search
 GONE = "the uploaded file is no longer in the spool; upload it again"
+# The parse process's niceness: on a core it shares with the service's queries, they go first.
+PARSE_NICE = 10
+# One parse process waiting for the next batch, in this process: every batch still gets a process of its own,
+# without waiting the seconds its imports take. One for the process, not one per processor, so services and
+# tests that build many processors start no more processes than batches (plus the one waiting).
+STANDBY = Standby(nice=PARSE_NICE)
 
 
 # What the previous version's record said that the new one decides again.
@@ -123,12 +130,16 @@ class UploadIngest:
         self.fingerprint = pipeline_fingerprint(self.spec, settings.ingest.quarantine_flagged)
         up, ing = settings.uploads, settings.ingest
         threads = up.threads
+        STANDBY.refill()
         self.stream_cfg = StreamConfig(
             embed_batch=up.embed_batch,
             upsert_batch=ing.upsert_batch,
             first_batch=min(32, up.embed_batch),
-            parse_process=ing.parse_process,
+            # Every file to the parse process (unless it is off): chunking a text file here would hold the
+            # service's GIL against its queries, and the service would load the sentence splitter (150 MB).
+            parse_process="off" if ing.parse_process == "off" else "all",
             parse_timeout_s=ing.parse_timeout_s,
+            standby=STANDBY,
             writing_status="embedding",
             thread_init=lambda: use_threads(threads),
         )
@@ -157,7 +168,10 @@ class UploadIngest:
             planned.append(doc)
             meta[task.doc_id] = (root, extra)
         if planned:
-            self._index(planned, meta, stop, outcomes)
+            try:
+                self._index(planned, meta, stop, outcomes)
+            finally:
+                STANDBY.refill()  # after the batch: its imports do not compete with the batch's work
         return [outcomes[t.doc_id] for t in tasks]
 
     def _index(
@@ -235,7 +249,8 @@ class UploadIngest:
         return planned, record_root, extra
 
     def close(self) -> None:
-        """Nothing of its own: the index and the embedder are the service's."""
+        """Nothing of its own: the index and the embedder are the service's, the standby process this process's
+        (it ends with it)."""
 
 
 def build(settings: Any, index: IndexAdapter, embedder: Embedder) -> UploadIngest:

@@ -1,8 +1,8 @@
 """The parse process: loads, scans and chunks planned documents, one at a time, in order.
 
-``ingest.prepare.parsing`` starts it as ``python -m ingest.prepare.parse_child``. Its stdin carries one
-frame, ``(prepare, docs)``; its channel (the original stdout) carries ``READY`` and
-then one outcome per document, in order: a ``PreparedDoc``, or the reason the file
+``ingest.prepare.parsing`` starts it as ``python -m ingest.prepare.parse_child``. Once its imports are
+done it sends ``READY`` on its channel (the original stdout); then its stdin carries one frame,
+``(prepare, docs)``, and the channel one outcome per document, in order: a ``PreparedDoc``, or the reason the file
 cannot be indexed. A frame is an 8-byte length and a pickle. Both ends are this
 program, started from the same interpreter, so the pickles are trusted.
 
@@ -35,6 +35,8 @@ PARENT_PID_ENV = "DOCQUERY_PARSE_PARENT_PID"
 # "json:INFO": the parent's log format and level, so the child's lines on the shared stderr look like
 # the parent's (off a terminal, one JSON object a line); unset, a plain format for a process run alone.
 LOG_ENV = "DOCQUERY_PARSE_LOG"
+# A niceness increment: a service's parse process gives way to its queries on a shared core.
+NICE_ENV = "DOCQUERY_PARSE_NICE"
 _HEADER = struct.Struct("!Q")
 
 Outcome = PreparedDoc | str  # str: why the file cannot be indexed; safe to report, never file content
@@ -112,20 +114,24 @@ def _configure_logging(spec: str) -> None:
 
 
 def _run(channel: int, jobs: int) -> None:
+    # The chunker's imports take seconds: paid before the list comes (under the parent's start timeout, or
+    # while a process started ahead waits), never under a file's parse timeout.
+    chunking.preload()
+    write_frame(channel, READY)
     try:
         job = read_frame(jobs)
     except EOFError:
         return  # the parent went away before sending the job
     prepare, docs = cast(tuple[Prepare, Sequence[PlannedDoc]], job)
-    # The chunker's imports take seconds: paid here, under the start timeout, not a file's parse timeout.
-    chunking.preload()
-    write_frame(channel, READY)
     for planned in docs:
         write_frame(channel, outcome(prepare, planned))
 
 
 def main() -> int:
     _die_with_parent()
+    nice = os.environ.get(NICE_ENV, "")
+    if nice.isdigit():
+        os.nice(int(nice))
     # Ctrl-C reaches the whole process group; the parent stops this process itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = os.dup(1)

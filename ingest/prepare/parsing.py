@@ -11,7 +11,9 @@
 - ``all``: every file. ``off``: none, so a parser hang hangs the run.
 
 The process (``ingest.prepare.parse_child``) gets its whole list at once and works ahead
-of the caller; the pipe between them bounds how far. When it dies on a file (a
+of the caller; the pipe between them bounds how far. A service keeps one process started ahead
+(``Standby``), so a batch does not wait the seconds the chunker's imports take; each batch still
+gets a process of its own. When it dies on a file (a
 parser crash, the kernel's OOM killer) or takes longer than the timeout, that
 file is reported and a new process takes the rest of the list. Only a process
 that cannot start at all stops the run.
@@ -19,6 +21,7 @@ that cannot start at all stops the run.
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -36,6 +39,7 @@ from docquery.runtime.logs import configured
 from ingest.model import PlannedDoc, PreparedDoc
 from ingest.prepare.parse_child import (
     LOG_ENV,
+    NICE_ENV,
     PARENT_PID_ENV,
     READY,
     Outcome,
@@ -50,6 +54,7 @@ ParseMode = Literal["auto", "all", "off"]
 PARSED_KINDS = frozenset({".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".rst"})
 _START_TIMEOUT_S = 120.0
 _POLL_S = 0.1
+log = logging.getLogger("ingest")
 
 
 class ParseProcessError(DocQueryError):
@@ -78,12 +83,13 @@ def routed(
     timeout_s: float,
     stop: threading.Event,
     argv: Sequence[str] = CHILD_ARGV,
+    standby: Standby | None = None,
 ) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
     """Outcomes in the order of ``docs``: those ``isolate`` picks from a parse process (started
     only if there are any), the others parsed here. Ends early when ``stop`` is set."""
     to_process = [isolate(planned) for planned in docs]  # asked once per file
     picked = [planned for planned, yes in zip(docs, to_process, strict=True) if yes]
-    from_process = in_process(picked, prepare, timeout_s=timeout_s, stop=stop, argv=argv)
+    from_process = in_process(picked, prepare, timeout_s=timeout_s, stop=stop, argv=argv, standby=standby)
     with closing(from_process):  # closing the generator stops the process
         for planned, yes in zip(docs, to_process, strict=True):
             if not yes:
@@ -102,15 +108,19 @@ def in_process(
     timeout_s: float,
     stop: threading.Event,
     argv: Sequence[str] = CHILD_ARGV,
+    standby: Standby | None = None,
 ) -> Generator[tuple[PlannedDoc, Outcome], None, None]:
     """Outcomes in the order of ``docs``. Ends early when ``stop`` is set; closing it stops the process.
 
     ``prepare`` must pickle (a module-level function, or a ``functools.partial`` of one).
+    The first process is ``standby``'s when it has one started (and no file needs a held folder).
     Raises ParseProcessError when a process cannot start.
     """
     pos = 0
+    ahead = standby.take() if standby is not None and docs and not _held(docs) else None
     while pos < len(docs):
-        child = _Child(argv, prepare, docs[pos:], stop)
+        child = _Child(argv, prepare, docs[pos:], stop, started=ahead)
+        ahead = None
         try:
             while pos < len(docs):
                 got = child.next_outcome(timeout_s, stop)
@@ -126,40 +136,127 @@ def in_process(
             child.close()
 
 
+def _held(docs: Sequence[PlannedDoc]) -> list[int]:
+    """The folders held since discovery: the child opens each file relative to its folder's descriptor, at
+    the same number, never by a path it would resolve again."""
+    return sorted({d.source.dir_fd for d in docs if d.source.dir_fd is not None})
+
+
+def _start(argv: Sequence[str], held: Sequence[int] = (), nice: int = 0) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        # The child imports what this process imports, from the same places.
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        PARENT_PID_ENV: str(os.getpid()),
+        # One document at a time is too little work for the tokenizer's thread pool;
+        # its threads would only take cores from the embedder.
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    logs = configured()
+    if logs is not None:
+        env[LOG_ENV] = ":".join(logs)  # the child's lines share this stderr: the same format
+    if nice:
+        env[NICE_ENV] = str(nice)
+    return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=held)  # noqa: S603
+
+
+class Standby:
+    """One parse process started ahead of the batch that will take it, at ``nice`` (a service lowers it below
+    its queries). It has done its imports and waits for its list. ``refill`` starts the next one after a
+    batch, so its imports do not compete with the batch's work.
+
+    The process is started by a thread of its own that lives as long as this object is used: Linux kills a
+    parse process when the thread that started it ends (parse_child's ``PR_SET_PDEATHSIG``), and a caller's
+    thread (a pool's) may end first.
+    """
+
+    def __init__(self, *, nice: int = 0, argv: Sequence[str] = CHILD_ARGV) -> None:
+        self._argv, self._nice = tuple(argv), nice
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._starter: threading.Thread | None = None
+
+    def refill(self) -> None:
+        """Start a process unless one is waiting (in the background: this returns at once)."""
+        with self._lock:
+            if self._starter is None:
+                self._starter = threading.Thread(target=self._keep, name="parse-standby", daemon=True)
+                self._starter.start()
+        self._wanted.set()
+
+    def _keep(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            with self._lock:
+                if self._proc is not None and self._proc.poll() is None:
+                    continue
+                dead, self._proc = self._proc, None
+            if dead is not None:
+                _reap(dead)
+            try:
+                proc = _start(self._argv, nice=self._nice)
+            except OSError as exc:  # the batch that wants one starts its own, and says why if it cannot
+                log.warning("parse process not started ahead (%s)", type(exc).__name__)
+                continue
+            with self._lock:
+                self._proc = proc
+
+    def take(self) -> subprocess.Popen[bytes] | None:
+        """The waiting process, or None (none yet, or it died: the caller starts one of its own)."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is not None:
+            _reap(proc)
+            return None
+        return proc
+
+    def close(self) -> None:
+        proc = self.take()
+        if proc is not None:
+            _reap(proc)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()  # done, stopped, or stuck: nothing of its state is needed
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 class _Child:
-    def __init__(self, argv: Sequence[str], prepare: Prepare, docs: Sequence[PlannedDoc], stop: threading.Event):
-        env = {
-            **os.environ,
-            # The child imports what this process imports, from the same places.
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-            PARENT_PID_ENV: str(os.getpid()),
-            # One document at a time is too little work for the tokenizer's thread pool;
-            # its threads would only take cores from the embedder.
-            "TOKENIZERS_PARALLELISM": "false",
-        }
-        logs = configured()
-        if logs is not None:
-            env[LOG_ENV] = ":".join(logs)  # the child's lines share this stderr: the same format
-        # The folders held since discovery, at the same numbers: the child opens each file relative to
-        # its folder's descriptor, never by a path it would resolve again.
-        held = sorted({d.source.dir_fd for d in docs if d.source.dir_fd is not None})
-        self.proc = subprocess.Popen(  # noqa: S603
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=held
-        )
-        stdin, stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
-        self.fd = stdout.fileno()
-        try:
-            write_frame(stdin.fileno(), (prepare, list(docs)))
-            stdin.close()
-            first = self._read(_START_TIMEOUT_S, stop)
-        except BrokenPipeError:
-            first = _Lost(f"parser process died ({self._exit_status()})")
-        except BaseException:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        prepare: Prepare,
+        docs: Sequence[PlannedDoc],
+        stop: threading.Event,
+        *,
+        started: subprocess.Popen[bytes] | None = None,
+    ) -> None:
+        # A process started ahead that fails to become ready is replaced once by one of our own.
+        for proc in (started, None) if started is not None else (None,):
+            self.proc = proc if proc is not None else _start(argv, _held(docs))
+            stdout = cast(IO[bytes], self.proc.stdout)
+            self.fd = stdout.fileno()
+            try:
+                first = self._read(_START_TIMEOUT_S, stop)
+                if first == READY:
+                    # The list goes once the process is ready, so a process that never reads cannot block it.
+                    stdin = cast(IO[bytes], self.proc.stdin)
+                    write_frame(stdin.fileno(), (prepare, list(docs)))
+                    stdin.close()
+            except BrokenPipeError:
+                first = _Lost(f"parser process died ({self._exit_status()})")
+            except BaseException:
+                self.close()
+                raise
+            if first == READY or first is None:  # None: stopped; the caller's next read ends it
+                return
             self.close()
-            raise
-        if first == READY or first is None:  # None: stopped; the caller's next read ends it
-            return
-        self.close()
         what = first.reason if isinstance(first, _Lost) else "unexpected first frame"
         raise ParseProcessError(f"parse process did not start: {what}")
 
@@ -202,9 +299,4 @@ class _Child:
         return f"exit code {code}"
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()  # done, stopped, or stuck: nothing of its state is needed
-        self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        _reap(self.proc)

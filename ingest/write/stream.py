@@ -37,7 +37,7 @@ from docquery.core.domain import DocumentRecord, DocumentStatus, IndexedChunk
 from docquery.core.ports import Embedder, IndexAdapter
 from ingest.model import PlannedDoc, PreparedDoc
 from ingest.prepare.parse_child import Prepare
-from ingest.prepare.parsing import ParseMode, isolated, routed
+from ingest.prepare.parsing import ParseMode, Standby, isolated, routed
 from ingest.report.progress import Progress
 from ingest.report.summary import Report
 
@@ -55,6 +55,7 @@ class StreamConfig:
     # setting (default "auto"); "off" here lets a caller's ``prepare`` be a closure, which never pickles.
     parse_process: ParseMode = "off"
     parse_timeout_s: float = 300.0  # a file still parsing after this fails (parse process only)
+    standby: Standby | None = None  # a parse process started ahead (a service's), taken by the run
     queued_batches: int = 4  # embedded batches waiting for the writer
     min_partial_batch: int = 16  # embed a partial batch when the parser is behind
     # The record's state while its chunks are written: the CLI's "pending", an upload's "embedding".
@@ -328,7 +329,12 @@ def index_documents(
     for t in threads:
         t.start()
     outcomes = routed(
-        docs, prepare, isolate=isolated(cfg.parse_process), timeout_s=cfg.parse_timeout_s, stop=shared.stop
+        docs,
+        prepare,
+        isolate=isolated(cfg.parse_process),
+        timeout_s=cfg.parse_timeout_s,
+        stop=shared.stop,
+        standby=cfg.standby,
     )
     try:
         with closing(outcomes):  # stops the parse process, whatever happens here

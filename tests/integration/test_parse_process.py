@@ -19,13 +19,16 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from docquery.runtime.logs import configure_logging
+from ingest.model import PlannedDoc
 from ingest.prepare.parse_child import outcome
-from ingest.prepare.parsing import ParseMode, ParseProcessError, in_process, isolated, routed
+from ingest.prepare.parsing import ParseMode, ParseProcessError, Standby, in_process, isolated, routed
 from ingest.report.progress import NullProgress
 from ingest.report.summary import Report
 from ingest.write.stream import StreamConfig, index_documents
@@ -235,6 +238,72 @@ def test_the_parse_process_dies_with_a_killed_ingest(tmp_path: Path) -> None:
         if ingest.poll() is None:
             ingest.kill()
             ingest.wait()
+
+
+def _unheld(folder: Path) -> list[PlannedDoc]:
+    """Planned documents read by path, as uploads are (a process started ahead holds no caller's folder)."""
+    return [replace(d, source=replace(d.source, dir_fd=None)) for d in planned_docs(folder)]
+
+
+def _started_ahead(standby: Standby, marker: bytes = b"ingest.prepare.parse_child") -> list[int]:
+    standby.refill()
+    deadline = time.monotonic() + 30
+    while not (found := children(os.getpid(), marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found
+
+
+def test_a_batch_takes_the_process_started_ahead_at_its_niceness(tmp_path: Path) -> None:
+    write(tmp_path / "whoami.txt", "text")
+    write(tmp_path / "z.txt", "The text of z.")
+    standby = Standby(nice=5)
+    try:
+        [ahead] = _started_ahead(standby)
+        standby.refill()  # one is waiting: no second
+        assert children(os.getpid()) == [ahead]
+        outcomes = in_process(_unheld(tmp_path), Scripted(real_config()), timeout_s=60, stop=threading.Event(),
+                              standby=standby)  # fmt: skip
+        with closing(outcomes):
+            _, first = next(outcomes)
+            assert first == f"parsed by pid {ahead}"
+            assert os.getpriority(os.PRIO_PROCESS, ahead) == os.getpriority(os.PRIO_PROCESS, 0) + 5
+            _, second = next(outcomes)
+            assert not isinstance(second, str)
+        assert children(os.getpid()) == []  # taken, not started again until the next refill
+    finally:
+        standby.close()
+
+
+@pytest.mark.parametrize("how", ["killed", "cannot start"])
+def test_a_process_started_ahead_that_is_gone_never_fails_the_batch(tmp_path: Path, how: str) -> None:
+    write(tmp_path / "whoami.txt", "text")
+    if how == "killed":
+        standby = Standby()
+        [ahead] = _started_ahead(standby)
+        os.kill(ahead, signal.SIGKILL)
+    else:  # it dies at once: taken before or after it has, the batch starts a process of its own
+        standby = Standby(argv=(sys.executable, "-c", "import sys; sys.exit(3)"))
+        standby.refill()
+        ahead = 0
+    try:
+        got = list(in_process(_unheld(tmp_path), Scripted(real_config()), timeout_s=60, stop=threading.Event(),
+                              standby=standby))  # fmt: skip
+        [(_, reason)] = got
+        assert isinstance(reason, str) and reason.startswith("parsed by pid ") and reason != f"parsed by pid {ahead}"
+    finally:
+        standby.close()
+    assert children(os.getpid()) == []
+
+
+def test_closing_the_standby_ends_its_process(tmp_path: Path) -> None:
+    standby = Standby()
+    [ahead] = _started_ahead(standby)
+    standby.close()
+    assert children(os.getpid()) == []
+    assert (
+        not Path(f"/proc/{ahead}").exists()
+        or Path(f"/proc/{ahead}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    )
 
 
 def test_auto_sends_every_parsed_format_to_the_process(tmp_path: Path) -> None:
