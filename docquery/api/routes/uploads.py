@@ -17,7 +17,7 @@ from docquery.api.errors import ApiError
 from docquery.api.schemas import DocumentStatusInfo, JobDocument, JobStatus, UploadAccepted, UploadedDocument
 from docquery.api.uploads.handover import corpus_files
 from docquery.api.uploads.receive import Received, receive
-from docquery.api.uploads.rules import check_quota, check_replace, granted_acl, may_see, tenant_of
+from docquery.api.uploads.rules import check_quota, check_replace, granted_acl, held_by, may_see, tenant_of
 from docquery.api.uploads.worker import Uploads
 from docquery.core.collection import document_id
 from docquery.core.domain import DOCUMENT_STATES, FINAL_STATES, DocumentRecord
@@ -28,9 +28,11 @@ from docquery.core.uploads import (
     EXTRA_NAME,
     EXTRA_REASON,
     EXTRA_SPOOL,
+    EXTRA_TENANT,
     EXTRA_UPLOADER,
     UploadTask,
     is_upload,
+    tenant_key,
     tenant_root,
     upload_document_id,
 )
@@ -134,9 +136,8 @@ async def _accept(call: Call, up: Uploads, got: Received) -> list[UploadTask]:
     previous = await asyncio.to_thread(lambda: [index.get_document(i) for i in ids])
     for n, prev in enumerate(previous):
         check_replace(principal, prev, f"files[{n}]")
-    if corpus is None:  # corpus documents are the corpus's, not the tenant's uploads
-        held = await asyncio.to_thread(index.list_documents, root=root)
-        check_quota(cfg, held, {p.doc_id for p in previous if p is not None}, [f.size for f in got.files])
+    held = await asyncio.to_thread(held_by, index, tenant)
+    check_quota(cfg, held, {p.doc_id for p in previous if p is not None}, [f.size for f in got.files])
     now = datetime.now(UTC).isoformat(timespec="seconds")
     records: list[DocumentRecord] = []
     tasks: list[UploadTask] = []
@@ -144,6 +145,7 @@ async def _accept(call: Call, up: Uploads, got: Received) -> list[UploadTask]:
         extra = {
             EXTRA_JOB: got.job_id,
             EXTRA_UPLOADER: principal.id,
+            EXTRA_TENANT: tenant_key(tenant),
             EXTRA_NAME: f.name,
             EXTRA_BYTES: str(f.size),
             EXTRA_SPOOL: f.rel,
