@@ -105,14 +105,27 @@ def test_quotas_queue_and_rate_limit(tmp_path: Path, jwt_issuer: JwtIssuer) -> N
         _ready(h)
         assert upload(h, "tok-up-eng", [("a.txt", b"a" * 40)], groups="eng").status_code == 202
         drain(h)
+        # Each refusal is one line naming the limit and what to do.
         over_bytes = upload(h, "tok-up-eng", [("b.txt", b"b" * 70)], groups="eng")
-        assert over_bytes.status_code == 413 and "upload quota" in over_bytes.json()["error"]["message"]
+        assert _refusal(over_bytes) == (
+            413,
+            "payload_too_large",
+            "upload quota: the tenant would hold 110 bytes of files, more than 100; delete some first",
+        )
         over_docs = upload(h, "tok-up-eng", [("c.txt", b"c"), ("d.txt", b"d")], groups="eng")
-        assert over_docs.status_code == 429 and "upload quota" in over_docs.json()["error"]["message"]
+        assert _refusal(over_docs) == (
+            429,
+            "rate_limited",
+            "upload quota: the tenant would hold 3 documents, more than 2; delete some first",
+        )
         # Replacing a document counts it once: a.txt again fits.
         assert upload(h, "tok-up-eng", [("a.txt", b"A" * 40)], groups="eng").status_code == 202
         drain(h)
         # Four requests spent the burst (refused ones count too); the next waits.
         limited = upload(h, "tok-up-eng", [("e.txt", b"e")], groups="eng")
-        assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+        wait = int(limited.headers["Retry-After"])
+        assert limited.status_code == 429 and wait >= 1
+        assert limited.json()["error"]["message"] == (
+            f"upload rate limit (1 requests/minute, burst 4, refused ones included) reached; retry in {wait} s"
+        )
         assert spooled(h) == []

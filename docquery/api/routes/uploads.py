@@ -92,7 +92,14 @@ async def upload(call: IngestCall) -> UploadAccepted:
     wait = up.limiter.take(principal.id)  # before anything is read: a refused upload counts too
     if wait is not None:
         ctx.outcome = "rate_limited"
-        raise ApiError(429, "upload rate limit exceeded", headers={"Retry-After": str(max(1, math.ceil(wait)))})
+        after = max(1, math.ceil(wait))
+        cfg = settings.uploads
+        raise ApiError(
+            429,
+            f"upload rate limit ({cfg.rate_limit_per_minute} requests/minute, burst {cfg.rate_limit_burst}, "
+            f"refused ones included) reached; retry in {after} s",
+            headers={"Retry-After": str(after)},
+        )
     if up.worker.room() == 0:
         ctx.outcome = "queue_full"
         raise _full()

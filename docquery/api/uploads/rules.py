@@ -106,7 +106,9 @@ def check_quota(cfg: UploadSettings, held: Sequence[DocumentRecord], replacing: 
     total = sum(_bytes(r) for r in kept) + sum(sizes)
     if total > cfg.tenant_max_bytes:
         raise ApiError(
-            413, f"upload quota: the tenant would hold {total} bytes of files, more than {cfg.tenant_max_bytes}"
+            413,
+            f"upload quota: the tenant would hold {total} bytes of files, more than {cfg.tenant_max_bytes}; "
+            "delete some first",
         )
 
 
