@@ -4,7 +4,6 @@ tenant's count is its own, and the rate limit counts refused requests too."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -16,9 +15,7 @@ import pytest
 from docquery.api.uploads.rules import held_by
 from docquery.core.uploads import EXTRA_TENANT, tenant_root
 from tests.support.api_harness import Harness, JwtIssuer, make_harness
-from tests.support.uploads import UPLOAD_KEYS, auth, drain, spooled, upload, write_upload_keys
-
-ROOT = "/srv/share"
+from tests.support.uploads import UPLOAD_KEYS, drain, hand_over, spooled, upload, write_upload_keys
 
 
 def _ready(h: Harness) -> None:
@@ -27,13 +24,6 @@ def _ready(h: Harness) -> None:
     while h.app.state.auth.api_keys.key_count() != 5 + len(UPLOAD_KEYS):  # the key file is read again
         assert time.monotonic() < deadline, "the key file was not read again"
         time.sleep(0.05)
-
-
-def hand_over(h: Harness, token: str, files: list[tuple[str, bytes]], groups: str = "eng") -> Any:
-    """What ``docquery ingest --server`` sends: the files, with where each is in the corpus."""
-    corpus = json.dumps([{"path": f"{ROOT}/{name}", "root": ROOT} for name, _ in files])
-    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
-    return h.client.post("/v1/documents", headers=auth(token), files=parts, data={"groups": groups, "corpus": corpus})
 
 
 def _refusal(r: Any) -> tuple[int, str, str]:

@@ -217,16 +217,21 @@ async def document_status(
     )
 
 
+def _of_tenant(record: DocumentRecord, tenant: str) -> bool:
+    """Sent by this tenant, uploaded or handed over; a record from before records kept their tenant: an upload by
+    its root, a hand-over (its corpus root) by its readers alone."""
+    recorded = record.extra.get(EXTRA_TENANT)
+    if recorded is not None:
+        return recorded == tenant_key(tenant)
+    return record.root == tenant_root(tenant) or not is_upload(record)
+
+
 @router.get("/ingest/jobs/{job_id}", response_model=JobStatus)
 async def job_status(job_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")], call: StatusCall) -> JobStatus:
     principal, ctx = call.principal, call.ctx
-    index = call.components.index
-    held = await asyncio.to_thread(index.list_documents, root=tenant_root(tenant_of(principal)))
-    mine = [r for r in held if r.extra.get(EXTRA_JOB) == job_id and may_see(principal, r)]
-    if not mine:
-        # A CLI hand-over's documents keep their corpus roots: read every record the caller's groups see.
-        seen = await asyncio.to_thread(index.list_documents, acl=principal.acl())
-        mine = [r for r in seen if r.extra.get(EXTRA_JOB) == job_id and not is_upload(r) and may_see(principal, r)]
+    tenant = tenant_of(principal)
+    found = await asyncio.to_thread(call.components.index.list_documents, extra=(EXTRA_JOB, job_id))
+    mine = [r for r in found if _of_tenant(r, tenant) and may_see(principal, r)]
     mine.sort(key=lambda r: r.extra.get(EXTRA_SPOOL, ""))
     if not mine:
         ctx.outcome = "not_found"
