@@ -377,9 +377,9 @@ class UploadSettings(_Section):
     embed_batch: int = Field(default=8, ge=1, le=4096)
     """Chunks per embed call of the worker: a question waits for at most one such call on the model."""
     tenant_max_documents: int = Field(default=10_000, ge=1)
-    """Uploaded documents a tenant may hold; an upload past it gets 429."""
+    """Documents a tenant may hold, uploaded or handed over by `docquery ingest --server`; past it: 429."""
     tenant_max_bytes: int = Field(default=10 * 1024**3, ge=1)
-    """Bytes of uploaded files a tenant may hold; an upload past it gets 413."""
+    """Bytes of files a tenant may hold, uploaded or handed over by `docquery ingest --server`; past it: 413."""
     rate_limit_per_minute: int = Field(default=30, ge=1)
     """Upload requests per minute per caller, refused ones included; more get 429 with `Retry-After`."""
     rate_limit_burst: int = Field(default=10, ge=1)

@@ -2,9 +2,10 @@
 
 An uploaded document is an ordinary document record (``kind = document``) whose ``root`` is
 ``upload:`` and a digest of the uploader's tenant, so a tenant's uploads are one lookup on an indexed
-key; its ``extra`` keeps the job, the uploader, the name, the size, the spool file and, in a final
-state, the reason. Its id is keyed like a corpus document's, from (tenant, file name), in a namespace
-of its own: no upload can take a corpus document's id.
+key; its ``extra`` keeps the job, the uploader, the sending tenant's digest, the name, the size, the spool
+file and, in a final state, the reason. Its id is keyed like a corpus document's, from (tenant, file
+name), in a namespace of its own: no upload can take a corpus document's id. A corpus document the CLI
+hands over keeps its corpus id and root, and the same ``extra``: a tenant's quota counts both.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ UPLOAD_ROOT_PREFIX = "upload:"
 # Keys of an uploaded document record's ``extra``.
 EXTRA_JOB = "job"
 EXTRA_UPLOADER = "uploader"
+EXTRA_TENANT = "tenant"  # the sending tenant's digest (tenant_key), on uploads and hand-overs alike
 EXTRA_NAME = "name"
 EXTRA_BYTES = "bytes"
 EXTRA_SPOOL = "spool"  # the spool file, relative to the spool folder
@@ -28,9 +30,14 @@ EXTRA_REASON = "reason"  # why a document is failed, skipped or quarantined; nev
 EXTRA_CORPUS_PATH = "path"
 
 
+def tenant_key(tenant: str) -> str:
+    """What a record keeps of a tenant: a digest, so the tenant's name is not stored in the clear."""
+    return hashlib.sha256(f"tenant\x1f{tenant}".encode()).hexdigest()[:32]
+
+
 def tenant_root(tenant: str) -> str:
-    """The ``root`` of a tenant's uploaded records: a digest, so the tenant's name is not stored in the clear."""
-    return UPLOAD_ROOT_PREFIX + hashlib.sha256(f"tenant\x1f{tenant}".encode()).hexdigest()[:32]
+    """The ``root`` of a tenant's uploaded records."""
+    return UPLOAD_ROOT_PREFIX + tenant_key(tenant)
 
 
 def is_upload(record: DocumentRecord) -> bool:

@@ -211,7 +211,9 @@ class QdrantIndex:
         self._engine.delete(ids=[document_point_id(doc_id)])
         return n
 
-    def list_documents(self, *, acl: AclFilter | None = None, root: str | None = None) -> list[DocumentRecord]:
+    def list_documents(
+        self, *, acl: AclFilter | None = None, root: str | None = None, extra: tuple[str, str] | None = None
+    ) -> list[DocumentRecord]:
         must = [filters.kind(Kind.DOCUMENT)]
         if acl is not None:
             if acl.allows_nothing:
@@ -219,6 +221,8 @@ class QdrantIndex:
             must.append(filters.groups(acl))
         if root is not None:
             must.append(Match(Key.ROOT.value, (root,)))
+        if extra is not None:  # a key of ``extra`` is not indexed: the engine checks each document record
+            must.append(Match(f"{Key.EXTRA.value}.{extra[0]}", (extra[1],)))
         found = self._scroll(Where(must=tuple(must)), with_payload=True)
         return sorted((document_from_payload(p.payload) for p in found), key=lambda d: d.doc_id)
 

@@ -307,6 +307,12 @@ def test_document_records_round_trip(opener: Opener, hash_embedder: HashEmbedder
     assert [d.doc_id for d in index.list_documents(acl=AclFilter.for_groups({"hr"}))] == ["a", "c"]
     assert [d.doc_id for d in index.list_documents(acl=AclFilter.for_groups({"eng"}), root="/docs")] == ["b"]
     assert index.list_documents(acl=AclFilter.for_groups(set())) == []
+    assert [d.doc_id for d in index.list_documents(extra=("loader", "md"))] == ["a", "b", "c"]
+    index.put_document(replace(b, extra={"loader": "txt", "tenant": "t1"}))
+    assert [d.doc_id for d in index.list_documents(extra=("loader", "md"))] == ["a", "c"]
+    assert [d.doc_id for d in index.list_documents(extra=("tenant", "t1"), root="/docs")] == ["b"]
+    assert index.list_documents(extra=("tenant", "t2")) == index.list_documents(extra=("missing", "t1")) == []
+    index.put_document(b)
     # Document records are not chunks: they never show up in counts or searches.
     assert index.count_chunks() == 2
     assert index.delete_document("a") == 2

@@ -50,6 +50,13 @@ def upload(h: Harness, token: str, files: list[tuple[str, bytes]], **fields: str
     return h.client.post("/v1/documents", headers=auth(token), files=parts, data=fields)
 
 
+def hand_over(h: Harness, token: str, files: list[tuple[str, bytes]], groups: str = "eng") -> Any:
+    """What ``docquery ingest --server`` sends: the files, with where each is in the corpus (under /srv/share)."""
+    corpus = json.dumps([{"path": f"/srv/share/{name}", "root": "/srv/share"} for name, _ in files])
+    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
+    return h.client.post("/v1/documents", headers=auth(token), files=parts, data={"groups": groups, "corpus": corpus})
+
+
 def drain(h: Harness, timeout_s: float = 120.0) -> None:
     assert h.app.state.uploads.worker.drain(timeout_s), "the upload worker did not finish"
 

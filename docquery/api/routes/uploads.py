@@ -17,7 +17,7 @@ from docquery.api.errors import ApiError
 from docquery.api.schemas import DocumentStatusInfo, JobDocument, JobStatus, UploadAccepted, UploadedDocument
 from docquery.api.uploads.handover import corpus_files
 from docquery.api.uploads.receive import Received, receive
-from docquery.api.uploads.rules import check_quota, check_replace, granted_acl, may_see, tenant_of
+from docquery.api.uploads.rules import check_quota, check_replace, granted_acl, held_by, may_see, tenant_of
 from docquery.api.uploads.worker import Uploads
 from docquery.core.collection import document_id
 from docquery.core.domain import DOCUMENT_STATES, FINAL_STATES, DocumentRecord
@@ -28,9 +28,11 @@ from docquery.core.uploads import (
     EXTRA_NAME,
     EXTRA_REASON,
     EXTRA_SPOOL,
+    EXTRA_TENANT,
     EXTRA_UPLOADER,
     UploadTask,
     is_upload,
+    tenant_key,
     tenant_root,
     upload_document_id,
 )
@@ -90,7 +92,14 @@ async def upload(call: IngestCall) -> UploadAccepted:
     wait = up.limiter.take(principal.id)  # before anything is read: a refused upload counts too
     if wait is not None:
         ctx.outcome = "rate_limited"
-        raise ApiError(429, "upload rate limit exceeded", headers={"Retry-After": str(max(1, math.ceil(wait)))})
+        after = max(1, math.ceil(wait))
+        cfg = settings.uploads
+        raise ApiError(
+            429,
+            f"upload rate limit ({cfg.rate_limit_per_minute} requests/minute, burst {cfg.rate_limit_burst}, "
+            f"refused ones included) reached; retry in {after} s",
+            headers={"Retry-After": str(after)},
+        )
     if up.worker.room() == 0:
         ctx.outcome = "queue_full"
         raise _full()
@@ -134,9 +143,8 @@ async def _accept(call: Call, up: Uploads, got: Received) -> list[UploadTask]:
     previous = await asyncio.to_thread(lambda: [index.get_document(i) for i in ids])
     for n, prev in enumerate(previous):
         check_replace(principal, prev, f"files[{n}]")
-    if corpus is None:  # corpus documents are the corpus's, not the tenant's uploads
-        held = await asyncio.to_thread(index.list_documents, root=root)
-        check_quota(cfg, held, {p.doc_id for p in previous if p is not None}, [f.size for f in got.files])
+    held = await asyncio.to_thread(held_by, index, tenant)
+    check_quota(cfg, held, {p.doc_id for p in previous if p is not None}, [f.size for f in got.files])
     now = datetime.now(UTC).isoformat(timespec="seconds")
     records: list[DocumentRecord] = []
     tasks: list[UploadTask] = []
@@ -144,6 +152,7 @@ async def _accept(call: Call, up: Uploads, got: Received) -> list[UploadTask]:
         extra = {
             EXTRA_JOB: got.job_id,
             EXTRA_UPLOADER: principal.id,
+            EXTRA_TENANT: tenant_key(tenant),
             EXTRA_NAME: f.name,
             EXTRA_BYTES: str(f.size),
             EXTRA_SPOOL: f.rel,
@@ -208,16 +217,21 @@ async def document_status(
     )
 
 
+def _of_tenant(record: DocumentRecord, tenant: str) -> bool:
+    """Sent by this tenant, uploaded or handed over; a record from before records kept their tenant: an upload by
+    its root, a hand-over (its corpus root) by its readers alone."""
+    recorded = record.extra.get(EXTRA_TENANT)
+    if recorded is not None:
+        return recorded == tenant_key(tenant)
+    return record.root == tenant_root(tenant) or not is_upload(record)
+
+
 @router.get("/ingest/jobs/{job_id}", response_model=JobStatus)
 async def job_status(job_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")], call: StatusCall) -> JobStatus:
     principal, ctx = call.principal, call.ctx
-    index = call.components.index
-    held = await asyncio.to_thread(index.list_documents, root=tenant_root(tenant_of(principal)))
-    mine = [r for r in held if r.extra.get(EXTRA_JOB) == job_id and may_see(principal, r)]
-    if not mine:
-        # A CLI hand-over's documents keep their corpus roots: read every record the caller's groups see.
-        seen = await asyncio.to_thread(index.list_documents, acl=principal.acl())
-        mine = [r for r in seen if r.extra.get(EXTRA_JOB) == job_id and not is_upload(r) and may_see(principal, r)]
+    tenant = tenant_of(principal)
+    found = await asyncio.to_thread(call.components.index.list_documents, extra=(EXTRA_JOB, job_id))
+    mine = [r for r in found if _of_tenant(r, tenant) and may_see(principal, r)]
     mine.sort(key=lambda r: r.extra.get(EXTRA_SPOOL, ""))
     if not mine:
         ctx.outcome = "not_found"

@@ -1,24 +1,35 @@
 """A strict, incremental ``multipart/form-data`` reader (RFC 7578) for uploads that never sit whole in memory.
 
 Bytes go in as they arrive (``feed``); parts come out as events: a part's start with its field and file
-name, its data in pieces, its end. What it holds at once is bounded by the part headers' limit and the
-delimiter's length, whatever the body's size. A part's header block is parsed by the standard library's
-``email`` header code (quoted strings, RFC 2231 ``filename*``); the framing is checked strictly, and
-anything that is not well-formed is one :class:`MultipartError` naming what is wrong, never quoting it.
+name, its data in pieces, its end. The framing is python-multipart's streaming parser, the parameters its
+``parse_options_header`` (which ignores RFC 2231 ``filename*``, as RFC 7578 asks). Checks are added where it
+accepts what is refused here: a body that does not open with its boundary, a delimiter line followed by
+other text (it reads that as data), a Windows path it would cut to its last segment, a body ending early.
+What is held at once is bounded by the header limit and the delimiter's length, whatever the body's size.
+Anything that is not well-formed is one :class:`MultipartError` naming what is wrong, never quoting it.
 """
 
 from __future__ import annotations
 
-import email.message
+import logging
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser as _Framing
+from python_multipart.multipart import parse_options_header
 
 from docquery.core.errors import UsageProblem
 
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
 MAX_HEADER_BYTES = 8192  # one part's header block
-MAX_PREAMBLE_BYTES = 8192
+MAX_HEADERS = 8  # header lines in one part
 _BOUNDARY = re.compile(rb"[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# The library logs its parse errors with bytes of the input: it gets a logger nothing is ever enabled on.
+_SILENT = logging.Logger("docquery.multipart.library", level=logging.CRITICAL + 1)
 
 
 class MultipartError(UsageProblem):
@@ -51,141 +62,118 @@ Event = PartStart | PartData | PartEnd
 
 def boundary_of(content_type: str | None) -> bytes:
     """The boundary of a ``multipart/form-data`` Content-Type; raises MultipartError."""
-    if not content_type:
+    kind, params = parse_options_header((content_type or "").encode("latin-1", "replace"))
+    if kind != b"multipart/form-data":
         raise MultipartError("body", "Content-Type must be multipart/form-data with a boundary")
-    message = email.message.Message()
-    message["content-type"] = content_type
-    if message.get_content_type() != "multipart/form-data":
-        raise MultipartError("body", "Content-Type must be multipart/form-data with a boundary")
-    boundary = message.get_param("boundary")
-    if not isinstance(boundary, str):
+    boundary = params.get(b"boundary")
+    if not boundary:
         raise MultipartError("body", "Content-Type has no boundary")
-    raw = boundary.encode("latin-1", errors="replace")
-    if _BOUNDARY.fullmatch(raw) is None:
+    if _BOUNDARY.fullmatch(boundary) is None:
         raise MultipartError("body", "the boundary is not 1 to 70 characters RFC 2046 allows")
-    return raw
+    return boundary
+
+
+def _reason(exc: FormParserError) -> str:
+    """The library's message quotes input bytes: only which kind of error it was is kept."""
+    text = str(exc)
+    if "header size" in text:
+        return f"a part's headers are longer than {MAX_HEADER_BYTES} bytes"
+    if "header count" in text:
+        return f"a part has more than {MAX_HEADERS} headers"
+    if "header" in text:
+        return "a part has a malformed header line"
+    return "a boundary line carries other text"
 
 
 class MultipartParser:
     def __init__(self, boundary: bytes, *, max_parts: int) -> None:
-        self._delimiter = b"\r\n--" + boundary
-        self._buf = bytearray(b"\r\n")  # the first delimiter may open the body without a line break before it
-        self._state = "preamble"  # preamble | after | headers | body | end
+        self._opening = b"--" + boundary
+        self._delimiter = b"\r\n" + self._opening
+        self._opened = 0  # bytes of the opening boundary seen so far
+        self._tail = b""  # the end of the part's data so far, where a delimiter may begin
+        self._head: list[tuple[bytearray, bytearray]] = []
+        self._head_bytes = 0
+        self._events: list[Event] = []
         self._parts = 0
         self._max_parts = max_parts
-
-    @property
-    def done(self) -> bool:
-        return self._state == "end"
+        self.done = False
+        callbacks: MultipartCallbacks = {
+            "on_part_begin": self._part_begin,
+            "on_header_field": lambda d, s, e: self._header(0, d[s:e]),
+            "on_header_value": lambda d, s, e: self._header(1, d[s:e]),
+            "on_header_begin": lambda: self._head.append((bytearray(), bytearray())),
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._part_data,
+            "on_part_end": lambda: self._events.append(PartEnd()),
+            "on_end": self._end,
+        }
+        self._framing = _Framing(boundary, callbacks, max_header_count=MAX_HEADERS, max_header_size=MAX_HEADER_BYTES)
+        self._framing.logger = _SILENT
 
     def feed(self, data: bytes) -> list[Event]:
-        self._buf += data
-        events: list[Event] = []
-        while self._step(events):
-            pass
-        return events
+        if self._opened < len(self._opening):  # no preamble: the library's skipping of one depends on the split
+            want = self._opening[self._opened : self._opened + len(data)]
+            if data[: len(want)] != want:
+                raise MultipartError("body", "the body does not start with its boundary line")
+            self._opened += len(want)
+        self._events = []
+        try:
+            self._framing.write(data)
+        except FormParserError as exc:
+            raise MultipartError("body", _reason(exc)) from None
+        return self._events
 
     def finish(self) -> None:
         """The body has ended: it must have ended with the closing delimiter."""
-        if self._state != "end":
+        if not self.done:
             raise MultipartError("body", "the body ended before the closing boundary")
 
-    def _step(self, events: list[Event]) -> bool:
-        """One move of the state machine; False when it needs more bytes."""
-        if self._state == "preamble":
-            at = self._buf.find(self._delimiter)
-            if at < 0:
-                if len(self._buf) > MAX_PREAMBLE_BYTES:
-                    raise MultipartError("body", "no boundary line where the body should start")
-                return False
-            del self._buf[: at + len(self._delimiter)]
-            self._state = "after"
-            return True
-        if self._state == "after":
-            return self._after_delimiter(events)
-        if self._state == "headers":
-            return self._headers(events)
-        if self._state == "body":
-            return self._body(events)
-        self._buf.clear()  # the epilogue is ignored
-        return False
+    def _end(self) -> None:
+        self.done = True
 
-    def _after_delimiter(self, events: list[Event]) -> bool:
-        if len(self._buf) < 2:
-            return False
-        if self._buf[:2] == b"--":
-            self._state = "end"
-            return True
-        end = self._buf.find(b"\r\n")
-        if end < 0:
-            if len(self._buf) > 256:
-                raise MultipartError("body", "a boundary line does not end")
-            return False
-        if self._buf[:end].strip(b" \t"):  # only transport padding may follow a delimiter
-            raise MultipartError("body", "a boundary line carries other text")
-        del self._buf[: end + 2]
+    def _part_begin(self) -> None:
         self._parts += 1
         if self._parts > self._max_parts:
             raise MultipartError("files", f"more than {self._max_parts} parts in one request")
-        self._state = "headers"
-        return True
+        self._head, self._head_bytes, self._tail = [], 0, b""
 
-    def _headers(self, events: list[Event]) -> bool:
-        if self._buf[:2] == b"\r\n":
-            block, used = b"", 2
-        else:
-            at = self._buf.find(b"\r\n\r\n")
-            if at < 0:
-                if len(self._buf) > MAX_HEADER_BYTES:
-                    raise MultipartError("body", f"a part's headers are longer than {MAX_HEADER_BYTES} bytes")
-                return False
-            block, used = bytes(self._buf[:at]), at + 4
-        if used > MAX_HEADER_BYTES:
+    def _header(self, which: int, piece: bytes) -> None:
+        self._head_bytes += len(piece)
+        if self._head_bytes > MAX_HEADER_BYTES:
             raise MultipartError("body", f"a part's headers are longer than {MAX_HEADER_BYTES} bytes")
-        del self._buf[:used]
-        events.append(_part_start(block))
-        self._state = "body"
-        return True
+        self._head[-1][which].extend(piece)
 
-    def _body(self, events: list[Event]) -> bool:
-        at = self._buf.find(self._delimiter)
-        if at >= 0:
-            if at:
-                events.append(PartData(bytes(self._buf[:at])))
-            del self._buf[: at + len(self._delimiter)]
-            events.append(PartEnd())
-            self._state = "after"
-            return True
-        keep = len(self._delimiter) - 1  # a delimiter may begin in what is held back
-        if len(self._buf) > keep:
-            cut = len(self._buf) - keep
-            events.append(PartData(bytes(self._buf[:cut])))
-            del self._buf[:cut]
-        return False
+    def _headers_finished(self) -> None:
+        try:
+            head = [(bytes(name).decode("ascii").lower(), bytes(value).decode("utf-8")) for name, value in self._head]
+        except UnicodeDecodeError:  # browsers send file names as raw UTF-8
+            raise MultipartError("body", "a part's headers are not UTF-8") from None
+        found = [value for name, value in head if name == "content-disposition"]
+        if not found:
+            raise MultipartError("body", "a part has no Content-Disposition header")
+        if len(found) > 1:
+            raise MultipartError("body", "a part has two Content-Disposition headers")
+        self._events.append(_part_start(found[0]))
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        piece = data[start:end]
+        keep = len(self._delimiter) - 1
+        # A delimiter followed by anything but padding and CRLF, or "--", is data to the library, refused here.
+        if self._delimiter in piece or self._delimiter in self._tail + piece[:keep]:
+            raise MultipartError("body", "a boundary line carries other text")
+        self._tail = (self._tail + piece[-keep:])[-keep:]
+        self._events.append(PartData(piece))
 
 
-def _part_start(block: bytes) -> PartStart:
-    try:
-        text = block.decode("utf-8")  # browsers send file names as raw UTF-8
-    except UnicodeDecodeError:
-        raise MultipartError("body", "a part's headers are not UTF-8") from None
-    disposition: str | None = None
-    for line in text.split("\r\n"):
-        name, colon, value = line.partition(":")
-        if not colon or _TOKEN.fullmatch(name) is None:
-            raise MultipartError("body", "a part has a malformed header line")
-        if name.lower() == "content-disposition":
-            if disposition is not None:
-                raise MultipartError("body", "a part has two Content-Disposition headers")
-            disposition = value.strip()
-    if disposition is None:
-        raise MultipartError("body", "a part has no Content-Disposition header")
-    message = email.message.Message()
-    message["content-disposition"] = disposition
-    if message.get_content_disposition() != "form-data":
+def _part_start(disposition: str) -> PartStart:
+    kind, params = parse_options_header(disposition.encode("utf-8"))
+    if kind != b"form-data":
         raise MultipartError("body", "a part's Content-Disposition is not form-data")
-    field = message.get_param("name", header="content-disposition")
-    if not isinstance(field, str) or not field:
+    field = params.get(b"name", b"").decode("utf-8")
+    if not field:
         raise MultipartError("body", "a part has no field name")
-    filename = message.get_filename()
-    return PartStart(name=field, filename=filename)
+    filename = params.get(b"filename")
+    if filename is not None and "\\" in disposition.replace('\\"', ""):
+        # The library cuts a Windows path to its last segment: a name holding a backslash is refused instead.
+        raise MultipartError("files" if field == "files" else "body", "a file name must be a name, not a path")
+    return PartStart(name=field, filename=None if filename is None else filename.decode("utf-8"))

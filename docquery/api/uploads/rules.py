@@ -8,7 +8,9 @@
   only by a caller who could delete it (``admin`` holding one of its groups, as ``DELETE``); one still in
   the worker's hands is not replaced at all (409).
 * Per tenant: at most ``uploads.tenant_max_documents`` documents (429) and ``uploads.tenant_max_bytes``
-  bytes of uploaded files (413), counting what the upload replaces only once.
+  bytes of files (413), counting what the upload replaces only once. What counts is what the tenant sent,
+  uploaded or handed over by the CLI (whose documents keep their corpus ids and roots), by the tenant
+  each record keeps.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from docquery.api.errors import ApiError
 from docquery.config.settings import UploadSettings
 from docquery.core.collection import PUBLIC_GROUP
 from docquery.core.domain import UNFINISHED_STATES, DocumentRecord, Principal
-from docquery.core.uploads import EXTRA_BYTES, EXTRA_UPLOADER
+from docquery.core.ports import DocumentCatalog
+from docquery.core.uploads import EXTRA_BYTES, EXTRA_TENANT, EXTRA_UPLOADER, tenant_key, tenant_root
 
 
 def tenant_of(principal: Principal) -> str:
@@ -82,8 +85,16 @@ def check_replace(principal: Principal, previous: DocumentRecord | None, where: 
         )
 
 
+def held_by(index: DocumentCatalog, tenant: str) -> list[DocumentRecord]:
+    """Every record the tenant sent, either way; an upload recorded before records kept their tenant is found
+    by its root."""
+    found = {r.doc_id: r for r in index.list_documents(root=tenant_root(tenant))}
+    found |= {r.doc_id: r for r in index.list_documents(extra=(EXTRA_TENANT, tenant_key(tenant)))}
+    return list(found.values())
+
+
 def check_quota(cfg: UploadSettings, held: Sequence[DocumentRecord], replacing: set[str], sizes: Sequence[int]) -> None:
-    """``held``: the tenant's uploaded records; ``replacing``: the ids this upload writes over."""
+    """``held``: the tenant's records (``held_by``); ``replacing``: the ids this request writes over."""
     kept = [r for r in held if r.doc_id not in replacing]
     documents = len(kept) + len(sizes)
     if documents > cfg.tenant_max_documents:
@@ -95,7 +106,9 @@ def check_quota(cfg: UploadSettings, held: Sequence[DocumentRecord], replacing: 
     total = sum(_bytes(r) for r in kept) + sum(sizes)
     if total > cfg.tenant_max_bytes:
         raise ApiError(
-            413, f"upload quota: the tenant would hold {total} bytes of uploads, more than {cfg.tenant_max_bytes}"
+            413,
+            f"upload quota: the tenant would hold {total} bytes of files, more than {cfg.tenant_max_bytes}; "
+            "delete some first",
         )
 
 

@@ -7,7 +7,7 @@ import logging
 from fastapi import FastAPI
 
 from docquery.api.limits import RateLimiter
-from docquery.api.uploads.multipart import MAX_HEADER_BYTES, MAX_PREAMBLE_BYTES
+from docquery.api.uploads.multipart import MAX_HEADER_BYTES
 from docquery.api.uploads.receive import MAX_CORPUS_BYTES, MAX_TEXT_BYTES, TEXT_FIELDS
 from docquery.api.uploads.spool import Spool, spool_root
 from docquery.api.uploads.worker import Uploads, UploadWorker, processor_factory
@@ -21,7 +21,7 @@ log = logging.getLogger("docquery.uploads")
 def upload_body_bound(cfg: UploadSettings) -> int:
     """The most an upload's body can hold that is not refused part by part: a declared length past it is 413."""
     parts = cfg.max_files + len(TEXT_FIELDS)
-    framing = MAX_PREAMBLE_BYTES + parts * (MAX_HEADER_BYTES + 512)  # each part's headers and delimiter
+    framing = parts * (MAX_HEADER_BYTES + 512)  # each part's headers and delimiter
     fields = (len(TEXT_FIELDS) - 1) * MAX_TEXT_BYTES + MAX_CORPUS_BYTES
     return framing + fields + cfg.max_files * cfg.max_file_bytes
 
