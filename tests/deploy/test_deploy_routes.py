@@ -18,7 +18,7 @@ import deploy_support as ds
 import gateway_route
 import pytest
 from deploy_support import Rendering
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from starlette.routing import Match, Route
 
@@ -143,14 +143,17 @@ _SEGMENTS = st.sampled_from(
 
 
 def _encode(path: str, which: list[bool]) -> str:
-    """Percent-encodes the letters ``which`` picks: the same path to the service, another to a Gateway."""
+    """Percent-encodes the letters and inner slashes ``which`` picks: the same path to the service, another to a
+    Gateway."""
+    picks = [False, *which, *[False] * len(path)][: len(path)]  # the leading "/" stays
     return "".join(
-        f"%{ord(c):02X}" if c.isalpha() and pick else c
-        for c, pick in zip(path, [*which, *[False] * len(path)][: len(path)], strict=True)
+        f"%{ord(c):02X}" if (c.isalpha() or c == "/") and pick else c for c, pick in zip(path, picks, strict=True)
     )
 
 
 @settings(max_examples=400, deadline=None)
+@example(method="DELETE", segments=["v1", "documents", "a.txt"], trailing=False, encode=[])
+@example(method="POST", segments=["v1", "documents"], trailing=False, encode=[False, False, False, True])
 @given(
     method=st.sampled_from([*METHODS, "post", "delete", "Post"]),
     segments=st.lists(_SEGMENTS, min_size=1, max_size=5),
@@ -187,7 +190,11 @@ def query_pods_cannot_write(r: Rendering) -> bool:
 @pytest.mark.parametrize("name", ["overlay-dev", "overlay-prod"])
 def test_a_percent_encoded_write_meets_read_only_query_pods(renderings: dict[str, Rendering], name: str) -> None:
     r = renderings[name]
-    for method, raw in (("POST", "/v1/%64ocuments"), ("DELETE", "/v1/document%73/a.txt")):
+    for method, raw in (
+        ("POST", "/v1/%64ocuments"),
+        ("DELETE", "/v1/document%73/a.txt"),
+        ("DELETE", "/v1/documents%2Fa"),
+    ):
         assert service_endpoint(method, raw) in WRITES
         got = gateway_route.backend_for(_route(r), method, raw)
         assert got is not None and got.backends == (QUERY,)
