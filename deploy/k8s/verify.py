@@ -23,7 +23,7 @@ MIN_MINOR = 37
 
 # What each overlay and opt-in component needs, beyond Kubernetes 1.37 itself.
 NEEDS: dict[str, tuple[str, ...]] = {
-    "base": ("injector", "vault", "gateway-api", "gateway"),
+    "base": ("injector", "vault", "gateway-api", "gateway", "default-storage"),
     "gpu-dra": ("dra-api", "dra-driver"),
     "multinode-vllm": ("lws", "workload-api", "gang-gate"),
     "multinode-vllm-tp": ("lws", "workload-api", "gang-gate"),
@@ -198,19 +198,30 @@ def check_dra_driver(run: Runner) -> list[Missing]:
     return out
 
 
-def check_snapshot_storage(run: Runner) -> list[Missing]:
-    """A default StorageClass, and a default VolumeSnapshotClass of the same CSI driver:
-    the bundle's PVCs and VolumeSnapshots name no class."""
+def _is_default(obj: dict[str, Any], key: str) -> bool:
+    return str(((obj.get("metadata") or {}).get("annotations") or {}).get(key, "")).lower() == "true"
+
+
+def _default_provisioners(run: Runner) -> list[Any]:
     classes = _items(run, ["get", "storageclasses.storage.k8s.io"])
-    snaps = _items(run, ["get", "volumesnapshotclasses.snapshot.storage.k8s.io"])
+    return [c.get("provisioner") for c in classes if _is_default(c, DEFAULT_STORAGE_CLASS)]
 
-    def default(obj: dict[str, Any], key: str) -> bool:
-        return str(((obj.get("metadata") or {}).get("annotations") or {}).get(key, "")).lower() == "true"
 
-    storage = [c.get("provisioner") for c in classes if default(c, DEFAULT_STORAGE_CLASS)]
+def check_default_storage(run: Runner) -> list[Missing]:
+    """The bundle's PVCs name no class (Qdrant's volumes, the sources, the upload spool): they need a default."""
+    if _default_provisioners(run):
+        return []
+    return [Missing("a default StorageClass", f"annotate one {DEFAULT_STORAGE_CLASS}=true")]
+
+
+def check_snapshot_storage(run: Runner) -> list[Missing]:
+    """A default VolumeSnapshotClass of the default StorageClass's CSI driver: the VolumeSnapshots name no
+    class. A missing default StorageClass is check_default_storage's to report."""
+    storage = _default_provisioners(run)
     if not storage:
-        return [Missing("a default StorageClass", f"annotate one {DEFAULT_STORAGE_CLASS}=true")]
-    snapshot = [c.get("driver") for c in snaps if default(c, DEFAULT_SNAPSHOT_CLASS)]
+        return []
+    snaps = _items(run, ["get", "volumesnapshotclasses.snapshot.storage.k8s.io"])
+    snapshot = [c.get("driver") for c in snaps if _is_default(c, DEFAULT_SNAPSHOT_CLASS)]
     if storage[0] not in snapshot:
         return [
             Missing(
@@ -227,6 +238,7 @@ CHECKS: dict[str, Callable[[Runner], list[Missing]]] = {
     "vault": check_vault,
     "gateway": check_gateway,
     "dra-driver": check_dra_driver,
+    "default-storage": check_default_storage,
     "snapshot-storage": check_snapshot_storage,
 }
 

@@ -42,7 +42,7 @@ TOOL_PATHS = {
 }
 
 # Kinds without a schema in kubernetes-validate; checked by this suite instead.
-CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor", "VolumeSnapshot"}
+CRD_KINDS = {"LeaderWorkerSet", "CiliumNetworkPolicy", "PodMonitor", "VolumeSnapshot", "HTTPRoute"}
 # Cluster-scoped kinds the bundle ships (no namespace).
 CLUSTER_KINDS = {"Namespace", "PriorityClass"}
 

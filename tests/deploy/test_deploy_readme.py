@@ -63,7 +63,7 @@ def test_vault_setup_names_real_policy_files_and_every_role() -> None:
     names = [n.rstrip(";") for n in names]
     for n in names:
         assert (ds.POLICIES / "vault" / f"{n}.hcl").is_file(), n
-    assert set(names) == {"query", "ingest", "vllm", "vllm-embed", "qdrant", "qdrant-backup"}
+    assert set(names) == {"query", "upload", "ingest", "vllm", "vllm-embed", "qdrant", "qdrant-backup"}
 
 
 def test_prerequisites_are_stated() -> None:

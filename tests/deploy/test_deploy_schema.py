@@ -1,8 +1,9 @@
 """Strict schema validation against Kubernetes 1.37 (kubernetes-validate).
 
-CRDs without a schema there (LeaderWorkerSet, CiliumNetworkPolicy) are the only
-warnings allowed; their structure is checked in test_deploy_render.py and by
-the checkov rules (which read LeaderWorkerSet pod templates).
+CRDs without a schema there (deploy_support.CRD_KINDS) are the only warnings
+allowed; their structure is checked in test_deploy_render.py, by the checkov
+rules (which read LeaderWorkerSet pod templates), and for the HTTPRoute against
+the Gateway API's standard-channel schema in test_deploy_routes.py.
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ def test_no_userns_pod_schedules_where_the_kubelet_cannot_map_it(renderings: dic
 
 def test_userns_pods_still_have_somewhere_to_run(renderings: dict[str, Rendering]) -> None:
     pods = _userns_pods(renderings["overlay-prod"])
-    assert {w.name for w in pods} == {"docquery-query", "docquery-qdrant", "docquery-ingest", "docquery-models-load"}
+    names = {"docquery-query", "docquery-upload", "docquery-qdrant", "docquery-ingest", "docquery-models-load"}
+    assert {w.name for w in pods} == names
     for w in pods:
         assert any(schedulable(w.pod.spec, labels) and kubelet_can_map(ids, m) for labels, ids, m in NODES), w.name
 

@@ -49,6 +49,7 @@ def test_readme_documents_every_role_in_use(renderings: dict[str, Rendering]) ->
     }
     assert roles == {
         "docquery-query",
+        "docquery-upload",
         "docquery-ingest",
         "docquery-vllm",
         "docquery-vllm-embed",

@@ -143,6 +143,10 @@ def test_each_missing_prerequisite_is_named(state: dict[str, Any], expected: str
     assert all(m == expected or m.startswith("CRD volumesnapshot") for m in _missing(state))
 
 
+def test_dev_needs_a_default_storage_class_for_its_claims() -> None:
+    assert _missing(_without(storage=[("fast", "ebs.csi.aws.com", False)]), "dev", ()) == ["a default StorageClass"]
+
+
 def test_an_external_vault_needs_no_vault_pods() -> None:
     assert _missing(_without(vault_pods=0), "prod", ("vault-external",)) == []
 
