@@ -37,7 +37,7 @@ from ingest.prepare.document import PrepareConfig, prepare
 from ingest.prepare.loaders import SNIFF_BYTES, TEXT_KINDS, Limits, looks_like_html, precheck, sniffs_as_text
 from ingest.prepare.loaders.docx import OLE_MAGIC
 from ingest.prepare.loaders.pdf import PDF_MAGIC
-from ingest.prepare.parsing import Standby
+from ingest.prepare.parsing import ParseMode, Standby
 from ingest.report.progress import NullProgress
 from ingest.report.summary import Report
 from ingest.write.stream import StreamConfig, index_documents
@@ -48,10 +48,6 @@ EXTRA_HELD = "quarantined_chunks"  # how many of the document's chunks the scan 
 GONE = "the uploaded file is no longer in the spool; upload it again"
 # The parse process's niceness: on a core it shares with the service's queries, they go first.
 PARSE_NICE = 10
-# One parse process waiting for the next batch, in this process: every batch still gets a process of its own,
-# without waiting the seconds its imports take. One for the process, not one per processor, so services and
-# tests that build many processors start no more processes than batches (plus the one waiting).
-STANDBY = Standby(nice=PARSE_NICE)
 
 
 # What the previous version's record said that the new one decides again.
@@ -130,16 +126,21 @@ class UploadIngest:
         self.fingerprint = pipeline_fingerprint(self.spec, settings.ingest.quarantine_flagged)
         up, ing = settings.uploads, settings.ingest
         threads = up.threads
-        STANDBY.refill()
+        # Every file to the parse process (unless it is off): chunking a text file here would hold the
+        # service's GIL against its queries, and the service would load the sentence splitter (150 MB).
+        parse: ParseMode = "off" if ing.parse_process == "off" else "all"
+        # One parse process started ahead of the next batch (its imports take seconds); every batch still gets
+        # a process of its own. Started by its own thread, so it lives as long as this processor.
+        self.standby = Standby(nice=PARSE_NICE) if up.parse_ahead and parse == "all" else None
+        if self.standby is not None:
+            self.standby.refill()
         self.stream_cfg = StreamConfig(
             embed_batch=up.embed_batch,
             upsert_batch=ing.upsert_batch,
             first_batch=min(32, up.embed_batch),
-            # Every file to the parse process (unless it is off): chunking a text file here would hold the
-            # service's GIL against its queries, and the service would load the sentence splitter (150 MB).
-            parse_process="off" if ing.parse_process == "off" else "all",
+            parse_process=parse,
             parse_timeout_s=ing.parse_timeout_s,
-            standby=STANDBY,
+            standby=self.standby,
             writing_status="embedding",
             thread_init=lambda: use_threads(threads),
         )
@@ -152,6 +153,10 @@ class UploadIngest:
             if self._chunker is None:
                 self._chunker = SentenceChunker(tokenizer_for(self.embedder), self.spec)
             return self._chunker
+
+    def ready(self) -> bool:
+        """The next batch starts without waiting for a parse process's imports."""
+        return self.standby is None or self.standby.ready()
 
     def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
         """One pipeline run for the batch (one parse process, embed calls across its documents)."""
@@ -171,7 +176,8 @@ class UploadIngest:
             try:
                 self._index(planned, meta, stop, outcomes)
             finally:
-                STANDBY.refill()  # after the batch: its imports do not compete with the batch's work
+                if self.standby is not None:
+                    self.standby.refill()  # after the batch: its imports do not compete with the batch's work
         return [outcomes[t.doc_id] for t in tasks]
 
     def _index(
@@ -249,8 +255,9 @@ class UploadIngest:
         return planned, record_root, extra
 
     def close(self) -> None:
-        """Nothing of its own: the index and the embedder are the service's, the standby process this process's
-        (it ends with it)."""
+        """The parse process started ahead; the index and the embedder are the service's."""
+        if self.standby is not None:
+            self.standby.close()
 
 
 def build(settings: Any, index: IndexAdapter, embedder: Embedder) -> UploadIngest:

@@ -376,6 +376,9 @@ class UploadSettings(_Section):
     Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
     embed_batch: int = Field(default=8, ge=1, le=4096)
     """Chunks per embed call of the worker: a question waits for at most one such call on the model."""
+    parse_ahead: bool = True
+    """Keep one parse process started (about 210 MB) for the next batch, so it does not wait the seconds that
+    process's imports take; each batch still gets a process of its own."""
     tenant_max_documents: int = Field(default=10_000, ge=1)
     """Documents a tenant may hold, uploaded or handed over by `docquery ingest --server`; past it: 429."""
     tenant_max_bytes: int = Field(default=10 * 1024**3, ge=1)

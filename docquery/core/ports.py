@@ -177,6 +177,11 @@ class UploadProcessor(Protocol):
         pipeline checks. Raises only for an index failure (the records then stay unfinished)."""
         ...
 
+    def ready(self) -> bool:
+        """Whether a batch would start at once (ingest's parse process is started ahead of it); reported by
+        ``/readyz``, never required."""
+        ...
+
     def close(self) -> None: ...
 
 

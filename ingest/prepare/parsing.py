@@ -176,10 +176,13 @@ class Standby:
         self._wanted = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
         self._starter: threading.Thread | None = None
+        self._closed = False
 
     def refill(self) -> None:
         """Start a process unless one is waiting (in the background: this returns at once)."""
         with self._lock:
+            if self._closed:
+                return
             if self._starter is None:
                 self._starter = threading.Thread(target=self._keep, name="parse-standby", daemon=True)
                 self._starter.start()
@@ -190,6 +193,8 @@ class Standby:
             self._wanted.wait()
             self._wanted.clear()
             with self._lock:
+                if self._closed:
+                    return
                 if self._proc is not None and self._proc.poll() is None:
                     continue
                 dead, self._proc = self._proc, None
@@ -200,8 +205,26 @@ class Standby:
             except OSError as exc:  # the batch that wants one starts its own, and says why if it cannot
                 log.warning("parse process not started ahead (%s)", type(exc).__name__)
                 continue
-            with self._lock:
+            if not self._adopt(proc):
+                return
+
+    def _adopt(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Keep ``proc`` as the waiting process; False (and it is ended) when closed while it started."""
+        with self._lock:
+            if not self._closed:
                 self._proc = proc
+                return True
+        _reap(proc)
+        return False
+
+    def ready(self) -> bool:
+        """A process is waiting and has said READY (its imports are done); nothing is read from it."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None or proc.stdout is None:
+                return False
+            readable, _, _ = select.select([proc.stdout.fileno()], [], [], 0)
+            return bool(readable)
 
     def take(self) -> subprocess.Popen[bytes] | None:
         """The waiting process, or None (none yet, or it died: the caller starts one of its own)."""
@@ -213,9 +236,16 @@ class Standby:
         return proc
 
     def close(self) -> None:
-        proc = self.take()
+        """Ends the waiting process and the thread that starts them; ``refill`` does nothing after."""
+        with self._lock:
+            self._closed = True
+            proc, self._proc = self._proc, None
+            starter = self._starter
+        self._wanted.set()
         if proc is not None:
             _reap(proc)
+        if starter is not None and starter is not threading.current_thread():
+            starter.join()
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:

@@ -115,3 +115,33 @@ def test_a_failing_probe_logs_no_detail(
         assert r.status_code == 503
         assert "secret-path" not in r.text and "secret-path" not in caplog.text
         assert "RuntimeError" in caplog.text
+
+
+class _Warming:
+    """An upload processor whose parse process is started ahead once ``warm`` is set."""
+
+    def __init__(self) -> None:
+        self.warm = False
+
+    def ready(self) -> bool:
+        return self.warm
+
+    def process(self, tasks: object, stop: object) -> list[object]:
+        raise AssertionError("no upload in this test")
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_upload_worker_is_reported_never_required(tmp_path: Path, jwt_issuer: JwtIssuer) -> None:
+    processor = _Warming()
+    (tmp_path / "on").mkdir()
+    for h in make_harness(tmp_path / "on", jwks=jwt_issuer.jwks(), upload_processor=lambda *_: processor):
+        starting = h.client.get("/readyz")
+        assert starting.status_code == 200 and starting.json()["uploads"] == {"state": "starting"}
+        assert starting.json()["status"] == "ready"
+        processor.warm = True
+        assert h.client.get("/readyz").json()["uploads"] == {"state": "ready"}
+    (tmp_path / "off").mkdir()
+    for h in make_harness(tmp_path / "off", jwks=jwt_issuer.jwks(), uploads={"enabled": False}):
+        assert h.client.get("/readyz").json()["uploads"] == {"state": "off"}

@@ -28,6 +28,9 @@ class _Stalled:
     def __init__(self) -> None:
         self.started = threading.Event()
 
+    def ready(self) -> bool:
+        return True
+
     def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
         self.started.set()
         stop.wait()

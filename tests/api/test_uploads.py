@@ -296,6 +296,9 @@ class _Held:
         self.release = threading.Event()
         self.seen: list[str] = []
 
+    def ready(self) -> bool:
+        return True
+
     def process(self, tasks: Sequence[UploadTask], stop: threading.Event) -> list[UploadOutcome]:
         self.seen += [task.name for task in tasks]
         while not (self.release.wait(0.05) or stop.is_set()):

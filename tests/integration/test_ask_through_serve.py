@@ -70,10 +70,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     _corpus(tmp)
     _keys(tmp)
     env = _env(tmp)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    # The service's log goes to a file: a pipe nobody reads fills with its audit lines, and it then blocks.
+    with (tmp / "serve.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"],
+            env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        )  # fmt: skip
     record = tmp / "data" / "serve" / "docquery.json"
     deadline = time.monotonic() + 240
     while not record.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -92,10 +92,12 @@ def test_lock_holder_names_the_process_that_holds_the_shard(tmp_path: Path) -> N
 @pytest.fixture
 def served(tmp_path: Path, indexed: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
     env = _env(tmp_path, DOCQUERY_METRICS_PORT="0")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docquery.cli", "serve", "--port", str(_free_port())],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    # The service's log goes to a file: a pipe nobody reads fills with its audit lines, and it then blocks.
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "docquery.cli", "serve", "--port", str(_free_port())],
+            env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        )  # fmt: skip
     wal = tmp_path / "data" / "collections" / "docquery" / "wal"
     deadline = time.monotonic() + 120
     while lock_holder(wal) is None and proc.poll() is None and time.monotonic() < deadline:

@@ -257,8 +257,13 @@ def test_a_batch_takes_the_process_started_ahead_at_its_niceness(tmp_path: Path)
     write(tmp_path / "whoami.txt", "text")
     write(tmp_path / "z.txt", "The text of z.")
     standby = Standby(nice=5)
+    assert not standby.ready()  # nothing started yet
     try:
         [ahead] = _started_ahead(standby)
+        deadline = time.monotonic() + 60
+        while not standby.ready() and time.monotonic() < deadline:  # its imports take seconds
+            time.sleep(0.05)
+        assert standby.ready()
         standby.refill()  # one is waiting: no second
         assert children(os.getpid()) == [ahead]
         outcomes = in_process(_unheld(tmp_path), Scripted(real_config()), timeout_s=60, stop=threading.Event(),
@@ -267,6 +272,7 @@ def test_a_batch_takes_the_process_started_ahead_at_its_niceness(tmp_path: Path)
             _, first = next(outcomes)
             assert first == f"parsed by pid {ahead}"
             assert os.getpriority(os.PRIO_PROCESS, ahead) == os.getpriority(os.PRIO_PROCESS, 0) + 5
+            assert not standby.ready()  # taken
             _, second = next(outcomes)
             assert not isinstance(second, str)
         assert children(os.getpid()) == []  # taken, not started again until the next refill

@@ -70,11 +70,15 @@ def _keys(tmp: Path) -> None:
 
 def _start(argv: list[str], env: dict[str, str], address_file: Path) -> Service:
     address_file.unlink(missing_ok=True)
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Its log goes to a file: a pipe nobody reads fills with the audit lines of the status polls, and then
+    # the service blocks writing one.
+    log = Path(env["DOCQUERY_DATA_DIR"]).parent / f"serve-{time.monotonic_ns()}.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=sink, text=True)
     deadline = time.monotonic() + 300
     while not address_file.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert address_file.exists(), f"the service did not start: {proc.stderr.read() if proc.poll() is not None else ''}"
+    assert address_file.exists(), f"the service did not start: {log.read_text()[-2000:]}"
     url = json.loads(address_file.read_text())["url"]
     return Service(proc, url)
 

@@ -96,6 +96,9 @@ def api_settings(tmp: Path, secrets_dir: Path, **overrides: Any) -> Settings:
         "secrets_dir": secrets_dir,
         "auth": {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE, "jwt_leeway_s": 0},
         "retrieval": {"min_dense_score": 0.2},
+        # No parse process waiting beside each harness (seconds of CPU each); tests/integration and the
+        # served tests keep the default.
+        "uploads": {"parse_ahead": False},
         "api": {
             "rate_limit_per_minute": 100_000,
             "rate_limit_burst": 100_000,

@@ -1,10 +1,12 @@
 """``/healthz`` (liveness, no dependencies) and ``/readyz`` (what this pod itself can serve).
 
 Readiness gates traffic to the pod, so it reflects only what the service can do on
-its own: search needs the index and the embedder. The LLM is reported, not
-required: while it is down (a vLLM rollout) search keeps working and generation
-answers 503 ``llm_unavailable``, so taking every query pod out of the Service for
-it would turn a partial outage into a total one.
+its own: search needs the index and the embedder. The upload worker's state is
+reported, not required (a batch sent while it is ``starting`` waits a few seconds
+for its parse process). The LLM is reported, not required: while it is down (a
+vLLM rollout) search keeps working and generation answers 503 ``llm_unavailable``,
+so taking every query pod out of the Service for it would turn a partial outage
+into a total one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ async def readyz(request: Request) -> JSONResponse:
         if llm != "not_configured":
             checks["llm"] = llm == "ready"
         body["llm"] = {"state": llm, "generation": _generation(llm)}
+        body["uploads"] = {"state": _uploads_state(request)}
     required = {k: v for k, v in checks.items() if k != "llm"}
     if all(required.values()):
         status = "ready" if checks.get("llm", True) else "degraded"
@@ -63,6 +66,15 @@ async def readyz(request: Request) -> JSONResponse:
     err: dict[str, Any] = envelope(503, f"not ready: {failed}", request_id_of(request), type_="not_ready")
     err.update(checks=checks, **body)
     return JSONResponse(err, status_code=503, headers={"Retry-After": "2"})
+
+
+def _uploads_state(request: Request) -> str:
+    """``off`` (no worker here), ``starting`` (a batch would wait for its parse process to start) or ``ready``;
+    reported, never required: queries do not need it."""
+    uploads = getattr(request.app.state, "uploads", None)
+    if uploads is None:
+        return "off"
+    return "ready" if uploads.worker.processor.ready() else "starting"
 
 
 def _generation(llm: LlmState) -> str:

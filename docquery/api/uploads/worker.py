@@ -166,6 +166,7 @@ class UploadWorker:
         for thread in self._threads:
             thread.join()
         self._threads.clear()
+        self.processor.close()
 
     def recover(self) -> None:
         """Take up what a stopped process left unfinished, in the order it was queued (by job, then name)."""
