@@ -250,6 +250,8 @@ def throughput(args: argparse.Namespace) -> None:
     ratio = p50_during / p50_idle
     print(f"query p50 at {args.askers} askers: idle {1000 * p50_idle:.0f} ms ({len(idle)} queries), "
           f"during the upload {1000 * p50_during:.0f} ms ({len(during)} queries): {ratio:.2f}x")  # fmt: skip
+    p99_idle, p99_during = (statistics.quantiles(x, n=100)[98] for x in (idle, during))
+    print(f"query p99: idle {1000 * p99_idle:.0f} ms, during the upload {1000 * p99_during:.0f} ms")
 
 
 def _rss_kb(pid: int) -> int:

@@ -374,8 +374,9 @@ class UploadSettings(_Section):
     threads: int = Field(default=1, ge=0, le=64)
     """Torch threads of the worker's model calls (for `embedder.kind=local`); 0: torch's default (every core).
     Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
-    embed_batch: int = Field(default=8, ge=1, le=4096)
-    """Chunks per embed call of the worker: a question waits for at most one such call on the model."""
+    embed_batch: int = Field(default=32, ge=1, le=4096)
+    """Chunks per embed call of the worker, shared by the embedder's workers: a question waits for at most one
+    such call on the model (smaller: questions wait less during an upload, and the upload is slower)."""
     parse_ahead: bool = True
     """Keep one parse process started (about 210 MB) for the next batch, so it does not wait the seconds that
     process's imports take; each batch still gets a process of its own."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import math
 import os
@@ -180,7 +179,7 @@ class LocalEmbedder:
         self._lock = QuestionsFirst()
         self.workers = resolve_workers(workers, device=device)
         self._pool: ThreadPoolExecutor | None = None
-        self._coalesce = Coalescer(functools.partial(self.embed, query=True), batch_size)
+        self._coalesce = Coalescer(self._embed_questions, batch_size)
 
     @property
     def model_id(self) -> str:
@@ -201,7 +200,9 @@ class LocalEmbedder:
         try:
             with self._lock.hold(question=query):
                 try:
-                    if self.workers > 1 and len(texts) > self._batch_size:
+                    # A bulk call of several texts is shared by the workers, a small one too (an upload's calls
+                    # are small so that a question waits little for one): it then holds the model half as long.
+                    if self.workers > 1 and len(texts) > 1 and not query:
                         return self._embed_in_workers(list(texts))
                     with self._autocast():
                         return self._encode(list(texts))
@@ -212,6 +213,12 @@ class LocalEmbedder:
                         give_back_kept_memory()
         except Exception:
             raise EmbedderError("encode") from None
+
+    def _embed_questions(self, texts: Sequence[str]) -> list[list[float]]:
+        # One torch thread: a question's pass is small, and torch's threads wait for each other after every
+        # operation, so one core busy elsewhere (an upload's parse process, another request) stalled them all.
+        _one_torch_thread()
+        return self.embed(texts, query=True)
 
     async def aembed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         # The model computes on a worker thread (torch releases the GIL), so the event loop keeps
@@ -234,9 +241,10 @@ class LocalEmbedder:
         sizes = [len(ids) for ids in tokens]
         passes: list[list[int]] = []
         current: list[int] = []
+        per_pass = min(self._batch_size, -(-len(texts) // self.workers))  # a small call still fills every worker
         for i in sorted(range(len(texts)), key=lambda i: -sizes[i]):
             width = sizes[current[0]] if current else sizes[i]  # the first is the longest
-            if current and (len(current) == self._batch_size or (len(current) + 1) * width > PASS_TOKENS):
+            if current and (len(current) == per_pass or (len(current) + 1) * width > PASS_TOKENS):
                 passes.append(current)
                 current = []
             current.append(i)

@@ -75,6 +75,46 @@ def test_passes_run_on_the_workers_with_one_torch_thread_each(
     assert torch.get_num_threads() == caller_threads  # the caller's torch threads are untouched
 
 
+@pytest.mark.parametrize("n", [2, 8, 33])
+def test_a_small_bulk_call_is_shared_by_the_workers(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    """An upload's calls are small (so a question waits little for one): both workers still take part."""
+    seen: list[tuple[str, int]] = []
+    encode = embedder._encode
+
+    def recording(texts: list[str]) -> list[list[float]]:
+        seen.append((threading.current_thread().name, len(texts)))
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "_encode", recording)
+    assert len(embedder.embed(_texts(n))) == n
+    assert len(seen) >= 2 and sum(size for _, size in seen) == n
+    assert max(size for _, size in seen) <= -(-n // 2)  # halves, not one pass and a straggler
+    assert all(name.startswith("embed") for name, _ in seen)
+
+
+def test_questions_run_with_one_torch_thread_on_the_callers_side(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    import torch
+
+    seen: list[tuple[str, int]] = []
+    encode = embedder._encode
+
+    def recording(texts: list[str]) -> list[list[float]]:
+        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "_encode", recording)
+    vectors = asyncio.run(embedder.aembed(["Which beta blockers lower heart rate?"], query=True))
+    assert len(vectors) == 1
+    [(name, threads)] = seen
+    assert threads == 1 and not name.startswith("embed")  # one pass, not split over the workers
+
+
 def test_a_failing_pass_is_a_clean_error_and_the_embedder_goes_on(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
