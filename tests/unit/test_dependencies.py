@@ -17,7 +17,6 @@ PACKAGES = ("docquery", "ingest")
 # Declared but imported in another way: each says why.
 NOT_IMPORTED_BY_NAME = {
     "lxml": ("ingest/prepare/loaders/html.py", '"lxml"'),  # BeautifulSoup's parser, named as a string
-    "uvloop": ("docquery/api/server.py", '"uvloop"'),  # uvicorn's event loop, named as a string
 }
 
 
