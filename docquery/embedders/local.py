@@ -10,11 +10,11 @@ in float32), which is faster and gives vectors interchangeable with float32 ones
 inside one collection. Without native support bfloat16 would be emulated, so "auto"
 stays in float32.
 
-Workers: on CPU, a call of more than one forward pass is split into passes of at
+Workers: on CPU, a bulk call that may need more than one forward pass is split into passes of at
 most ``batch_size`` texts and ``PASS_TOKENS`` tokens (longest first) that ``workers`` threads take in turn, each
-running torch with one thread: torch's own threads meet at a barrier after every
-operation, so a core taken by ingest's parser or writer would stall all of them,
-while separate workers each lose only their own time. Bulk commands tune glibc
+running torch with one thread (one worker, or a single pass, runs on the caller's thread and its torch
+threads): torch's own threads meet at a barrier after every operation, so a core taken by ingest's
+parser or writer would stall all of them, while separate workers each lose only their own time. Bulk commands tune glibc
 malloc to keep the passes' buffers, and each call of many passes gives back what they left
 free (docquery/runtime/malloc.py). A single text (a query)
 runs on the caller's thread with torch's default threads. The measurements behind
@@ -201,8 +201,9 @@ class LocalEmbedder:
         try:
             with self._lock.hold(question=query):
                 try:
-                    if self.workers > 1 and len(texts) > self._batch_size:
-                        return self._embed_in_workers(list(texts))
+                    # A bulk call whose texts could pass the token bound in one pass is planned into passes.
+                    if len(texts) > self._batch_size or (not query and len(texts) * MAX_TOKENS > PASS_TOKENS):
+                        return self._embed_in_passes(list(texts))
                     with self._autocast():
                         return self._encode(list(texts))
                 finally:
@@ -242,9 +243,11 @@ class LocalEmbedder:
             current.append(i)
         return [*passes, current] if current else passes
 
-    def _embed_in_workers(self, texts: list[str]) -> list[list[float]]:
-        """Passes of ``_passes``, taken in turn by the workers."""
-        passes: Iterator[list[int]] = iter(self._passes(texts))
+    def _embed_in_passes(self, texts: list[str]) -> list[list[float]]:
+        """Passes of ``_passes``, taken in turn by the workers; with one worker or one pass, on the
+        caller's thread and its torch threads, so a pass holds no more there than on a worker."""
+        plan = self._passes(texts)
+        passes: Iterator[list[int]] = iter(plan)
         take = threading.Lock()
         failed = threading.Event()
         out: list[list[float]] = [[] for _ in texts]
@@ -264,6 +267,9 @@ class LocalEmbedder:
                     for i, vector in zip(ids, vectors, strict=True):
                         out[i] = vector
 
+        if self.workers == 1 or len(plan) == 1:
+            work()
+            return out
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed", initializer=_one_torch_thread)
         futures = [self._pool.submit(work) for _ in range(self.workers)]
