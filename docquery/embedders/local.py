@@ -11,11 +11,12 @@ inside one collection. Without native support bfloat16 would be emulated, so "au
 stays in float32.
 
 Workers: on CPU, a bulk call that may need more than one forward pass is split into passes of at
-most ``batch_size`` texts and ``PASS_TOKENS`` tokens (longest first) that ``workers`` threads take in turn, each
-running torch with one thread (one worker, or a single pass, runs on the caller's thread and its torch
-threads): torch's own threads meet at a barrier after every operation, so a core taken by ingest's
-parser or writer would stall all of them, while separate workers each lose only their own time. Bulk commands tune glibc
-malloc to keep the passes' buffers, and each call of many passes gives back what they left
+most ``batch_size`` texts and ``PASS_TOKENS`` tokens (longest first) that ``workers`` threads take in
+turn, each running torch with one thread (one worker, or a call of at most ``batch_size`` texts, runs
+them on the caller's thread and its torch threads): torch's own threads meet at a barrier after every
+operation, so a core taken by ingest's parser or writer would stall all of them, while separate
+workers each lose only their own time. Bulk commands tune glibc malloc to keep the passes' buffers,
+and each call of many passes gives back what they left
 free (docquery/runtime/malloc.py). A single text (a query)
 runs on the caller's thread with torch's default threads. The measurements behind
 both choices are in docs/design.md. Questions the service embeds at the same time share
@@ -244,10 +245,9 @@ class LocalEmbedder:
         return [*passes, current] if current else passes
 
     def _embed_in_passes(self, texts: list[str]) -> list[list[float]]:
-        """Passes of ``_passes``, taken in turn by the workers; with one worker or one pass, on the
-        caller's thread and its torch threads, so a pass holds no more there than on a worker."""
-        plan = self._passes(texts)
-        passes: Iterator[list[int]] = iter(plan)
+        """Passes of ``_passes``, taken in turn by the workers; with one worker, or for a call of at most
+        ``batch_size`` texts, on the caller's thread and its torch threads."""
+        passes: Iterator[list[int]] = iter(self._passes(texts))
         take = threading.Lock()
         failed = threading.Event()
         out: list[list[float]] = [[] for _ in texts]
@@ -267,7 +267,7 @@ class LocalEmbedder:
                     for i, vector in zip(ids, vectors, strict=True):
                         out[i] = vector
 
-        if self.workers == 1 or len(plan) == 1:
+        if self.workers == 1 or len(texts) <= self._batch_size:
             work()
             return out
         if self._pool is None:

@@ -3,6 +3,7 @@ token count is the text's length, so generated calls cover every mix of lengths.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ def _embedder(*, batch_size: int = 32, workers: int = 1) -> Any:
     embedder.seen = []
 
     def encode(texts: list[str]) -> list[list[float]]:
-        embedder.seen.append(texts)
+        embedder.seen.append((texts, threading.current_thread()))
         return [[float(len(t))] for t in texts]
 
     embedder._encode = encode
@@ -38,15 +39,20 @@ lengths = st.lists(st.integers(min_value=1, max_value=2 * MAX_TOKENS), min_size=
 
 
 @settings(max_examples=200, deadline=None)
-@given(lengths=lengths, batch_size=st.integers(min_value=1, max_value=64))
-def test_one_worker_runs_a_call_in_passes_of_bounded_texts_and_padded_tokens(
-    lengths: list[int], batch_size: int
+@given(lengths=lengths, batch_size=st.integers(min_value=1, max_value=64), workers=st.sampled_from([1, 2]))
+def test_a_bulk_call_runs_in_passes_of_bounded_texts_and_padded_tokens(
+    lengths: list[int], batch_size: int, workers: int
 ) -> None:
     texts = [f"{i:03d}" + "x" * n for i, n in enumerate(lengths)]
-    embedder = _embedder(batch_size=batch_size, workers=1)
-    vectors = embedder.embed(texts)
+    embedder = _embedder(batch_size=batch_size, workers=workers)
+    try:
+        vectors = embedder.embed(texts)
+    finally:
+        embedder.close()
     assert vectors == [[float(len(t))] for t in texts]  # each text once, its vector at its place
-    for texts_of_pass in embedder.seen:
+    for texts_of_pass, thread in embedder.seen:
         widest = max(min(len(t), MAX_TOKENS) for t in texts_of_pass)
         assert len(texts_of_pass) <= batch_size
         assert len(texts_of_pass) * widest <= PASS_TOKENS or len(texts_of_pass) == 1
+        # One worker, or a call no larger than one pass of texts, stays on the caller's thread.
+        assert (thread is threading.main_thread()) == (workers == 1 or len(texts) <= batch_size)
