@@ -10,16 +10,15 @@ in float32), which is faster and gives vectors interchangeable with float32 ones
 inside one collection. Without native support bfloat16 would be emulated, so "auto"
 stays in float32.
 
-Workers: on CPU, a call of more than one forward pass is split into passes of at
-most ``batch_size`` texts and ``PASS_TOKENS`` tokens (longest first) that ``workers`` threads take in turn, each
-running torch with one thread: torch's own threads meet at a barrier after every
-operation, so a core taken by ingest's parser or writer would stall all of them,
-while separate workers each lose only their own time. Bulk commands tune glibc
-malloc to keep the passes' buffers, and each call of many passes gives back what they left
-free (docquery/runtime/malloc.py). A single text (a query)
-runs on the caller's thread with torch's default threads. The measurements behind
-both choices are in docs/design.md. Questions the service embeds at the same time share
-one pass (coalesce.py).
+Workers: on CPU, a bulk call of more than one text is split into passes of at most ``batch_size``
+texts and ``PASS_TOKENS`` tokens (longest first, and at least one pass per worker) that ``workers``
+threads take in turn, each running torch with one thread (one worker runs them on the caller's thread
+and its torch threads): torch's own threads meet at a barrier after every operation, so a core taken by
+ingest's parser or writer would stall all of them, while separate workers each lose only their own
+time. Bulk commands tune glibc malloc to keep the passes' buffers, and each call of many passes gives
+back what they left free (docquery/runtime/malloc.py). Questions run on the caller's thread with one
+torch thread, and those the service embeds at the same time share one pass (coalesce.py). The
+measurements behind these choices are in docs/design.md.
 """
 
 from __future__ import annotations
@@ -200,10 +199,11 @@ class LocalEmbedder:
         try:
             with self._lock.hold(question=query):
                 try:
-                    # A bulk call of several texts is shared by the workers, a small one too (an upload's calls
-                    # are small so that a question waits little for one): it then holds the model half as long.
-                    if self.workers > 1 and len(texts) > 1 and not query:
-                        return self._embed_in_workers(list(texts))
+                    # A bulk call of several texts is planned into passes within the token bound and shared by the
+                    # workers, a small one too (an upload's calls are small so that a question waits little for
+                    # one: shared, it holds the model half as long).
+                    if len(texts) > self._batch_size or (not query and len(texts) > 1):
+                        return self._embed_in_passes(list(texts))
                     with self._autocast():
                         return self._encode(list(texts))
                 finally:
@@ -250,8 +250,9 @@ class LocalEmbedder:
             current.append(i)
         return [*passes, current] if current else passes
 
-    def _embed_in_workers(self, texts: list[str]) -> list[list[float]]:
-        """Passes of ``_passes``, taken in turn by the workers."""
+    def _embed_in_passes(self, texts: list[str]) -> list[list[float]]:
+        """Passes of ``_passes``, taken in turn by the workers; with one worker, on the caller's thread and its
+        torch threads."""
         passes: Iterator[list[int]] = iter(self._passes(texts))
         take = threading.Lock()
         failed = threading.Event()
@@ -272,6 +273,9 @@ class LocalEmbedder:
                     for i, vector in zip(ids, vectors, strict=True):
                         out[i] = vector
 
+        if self.workers == 1:
+            work()
+            return out
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed", initializer=_one_torch_thread)
         futures = [self._pool.submit(work) for _ in range(self.workers)]

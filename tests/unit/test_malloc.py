@@ -16,6 +16,15 @@ import pytest
 import ingest.cli
 from docquery.config.settings import Settings
 from docquery.runtime import malloc
+from docquery.runtime.kernel_caches import CAPACITY_VARIABLES
+
+
+@pytest.fixture(autouse=True)
+def restored_kernel_cache_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuning also sets torch's kernel cache capacities in the environment: undone after each test."""
+    for name in CAPACITY_VARIABLES:
+        monkeypatch.setenv(name, "registered")
+        monkeypatch.delenv(name)
 
 
 def test_does_nothing_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
