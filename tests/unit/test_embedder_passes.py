@@ -54,5 +54,7 @@ def test_a_bulk_call_runs_in_passes_of_bounded_texts_and_padded_tokens(
         widest = max(min(len(t), MAX_TOKENS) for t in texts_of_pass)
         assert len(texts_of_pass) <= batch_size
         assert len(texts_of_pass) * widest <= PASS_TOKENS or len(texts_of_pass) == 1
-        # One worker, or a call no larger than one pass of texts, stays on the caller's thread.
-        assert (thread is threading.main_thread()) == (workers == 1 or len(texts) <= batch_size)
+        # One worker, or a single text, stays on the caller's thread; any other call is shared by the workers.
+        assert (thread is threading.main_thread()) == (workers == 1 or len(texts) == 1)
+    if workers > 1 and len(texts) > 1:
+        assert len(embedder.seen) >= 2  # a small call too: each worker gets a pass
