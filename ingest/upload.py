@@ -127,7 +127,7 @@ class UploadIngest:
         up, ing = settings.uploads, settings.ingest
         threads = up.threads
         # Every file to the parse process (unless it is off): chunking a text file here would hold the
-        # service's GIL against its queries, and the service would load the sentence splitter (150 MB).
+        # service's GIL against its queries, and load the sentence splitter (llama-index, NLTK) into it.
         parse: ParseMode = "off" if ing.parse_process == "off" else "all"
         # One parse process started ahead of the next batch (its imports take seconds); every batch still gets
         # a process of its own. Started by its own thread, so it lives as long as this processor.
