@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from docquery.runtime.preflight import lock_holder
 from ingest.discover.acl import ACL_FILE
 from ingest.pipeline import IngestOptions, run_ingest
 from tests.support.ingest_fixtures import write
-from tests.support.process_env import docquery_env
+from tests.support.process_env import docquery_env, start_serve
 
 pytestmark = pytest.mark.slow  # starts a service that loads the bundled model
 
@@ -70,17 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     _corpus(tmp)
     _keys(tmp)
     env = _env(tmp)
-    # The service's log goes to a file: a pipe nobody reads fills with its audit lines, and it then blocks.
-    with (tmp / "serve.log").open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"],
-            env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
-        )  # fmt: skip
-    record = tmp / "data" / "serve" / "docquery.json"
-    deadline = time.monotonic() + 240
-    while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert record.exists(), "serve did not record its address"
+    proc, record = start_serve(tmp, env)
     assert lock_holder(tmp / "data" / "collections" / "docquery" / "wal") == proc.pid
     try:
         yield Served(proc, env, tmp, record)
@@ -155,14 +144,7 @@ def test_a_bad_key_file_is_one_line_and_never_echoed(served: Served, content: st
 
 
 def test_the_record_goes_with_the_service(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"],
-        env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    record = tmp_path / "data" / "serve" / "docquery.json"
-    deadline = time.monotonic() + 240
-    while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    proc, record = start_serve(tmp_path, _env(tmp_path))
     assert json.loads(record.read_text())["pid"] == proc.pid
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0

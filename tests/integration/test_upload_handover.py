@@ -20,7 +20,7 @@ import pytest
 
 from ingest.discover.acl import ACL_FILE
 from tests.support.ingest_fixtures import write
-from tests.support.process_env import docquery_env
+from tests.support.process_env import docquery_env, start_serve
 
 pytestmark = pytest.mark.slow
 KEYS = {
@@ -59,17 +59,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     write(corpus / "board" / ACL_FILE, "groups: [board]\n")
     write(corpus / "board" / "minutes.txt", "Board minutes: the budget is approved.\n")
     env = _env(tmp)
-    # The service's log goes to a file: a pipe nobody reads fills with its audit lines, and it then blocks.
-    with (tmp / "serve.log").open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "docquery.cli", "serve", "--port", "0"],
-            env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
-        )  # fmt: skip
-    record = tmp / "data" / "serve" / "docquery.json"
-    deadline = time.monotonic() + 240
-    while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert record.exists(), "serve did not record its address"
+    proc, record = start_serve(tmp, env)
     try:
         yield Served(proc, env, tmp, json.loads(record.read_text())["url"])
     finally:
