@@ -372,8 +372,10 @@ class UploadSettings(_Section):
     concurrency: int = Field(default=1, ge=1, le=16)
     """Documents the worker processes at once, each on its own thread."""
     threads: int = Field(default=1, ge=0, le=64)
-    """Torch threads of the worker's model calls (for `embedder.kind=local`); 0: torch's default (every core).
-    Questions go first on the model either way; fewer threads leave cores to the rest of the service."""
+    """Torch threads of the worker's model calls that run on its own thread (for `embedder.kind=local`: with one
+    embedder worker, or a call of one chunk; calls shared by the embedder's workers run one thread on each); 0:
+    torch's default (every core). Questions go first on the model either way; fewer threads leave cores to the
+    rest of the service."""
     embed_batch: int = Field(default=32, ge=1, le=4096)
     """Chunks per embed call of the worker, shared by the embedder's workers: a question waits for at most one
     such call on the model (smaller: questions wait less during an upload, and the upload is slower)."""
