@@ -2,11 +2,12 @@
 
 embed question (awaited: a remote call, or the local model on a worker thread) -> ACL-filtered search inside the index
 -> relevance threshold (refuse when nothing passes) -> fenced prompt
--> generator -> citation mapping -> sanitising.
+-> generator (a one-shot answer's snippets are chosen while it writes) -> citation mapping -> sanitising.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -189,20 +190,23 @@ class RagPipeline:
         if not hits:
             trace.refused = True
             return self._refusal(request_id)
-        prompt = build_prompt(question, hits)
         t0 = time.perf_counter()
-        finish: FinishReason | None = "stop"
-        if self._reports_finish is not None:
-            text, finish = await self._reports_finish.complete_finish(prompt, meter=trace.tokens)
-        else:
-            text = await self.generator.complete(prompt)
+        reply = asyncio.ensure_future(self._complete(build_prompt(question, hits), trace.tokens))
+        try:
+            # The snippets are chosen while the LLM writes: once the call has gone out (the task ran to
+            # its first wait), not before, so they do not delay it; nor after, adding to the answer's time.
+            await asyncio.sleep(0)
+            citations = self.citations(hits, question)
+            text, finish = await reply
+        finally:
+            reply.cancel()  # a no-op once answered; if the snippets failed, the answer would go nowhere
         trace.llm_total_s = trace.llm_ttft_s = time.perf_counter() - t0
         trace.deltas = len(text.split())
         text = self.sanitizer(drop_invented_citations(text, len(hits)))
         return Answer(
             answer=text,
             mode=self.generator.mode,
-            citations=self.citations(hits, question),
+            citations=citations,
             model=self.generator.model,
             request_id=request_id,
             finish_reason=finish,
@@ -252,6 +256,11 @@ class RagPipeline:
         done = {"request_id": request_id, "mode": self.generator.mode, "model": self.generator.model}
         uncited = self.generator.mode == "generative" and not cites.cited
         yield StreamEvent("done", {**done, "finish_reason": finish[0], "uncited": uncited})
+
+    async def _complete(self, prompt: Prompt, meter: TokenMeter) -> tuple[str, FinishReason | None]:
+        if self._reports_finish is not None:
+            return await self._reports_finish.complete_finish(prompt, meter=meter)
+        return await self.generator.complete(prompt), "stop"
 
     async def _deltas(self, prompt: Prompt, finish: list[FinishReason | None], meter: TokenMeter) -> AsyncIterator[str]:
         """The generator's text deltas; ``finish[0]`` is set to the reason it reports, if it does."""

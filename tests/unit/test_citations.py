@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docquery.chunking.passages import terms
-from docquery.core.domain import AclFilter, Chunk, Hit, Principal, Prompt
+from docquery.core.domain import AclFilter, Chunk, Citation, Hit, Principal, Prompt
 from docquery.core.ports import SearchMode
 from docquery.generators.extractive import ExtractiveGenerator
 from docquery.rag.citations import MIN_SNIPPET, SNIPPET_CHARS, citations_for, snippet_span
@@ -248,3 +248,83 @@ def test_a_passage_cannot_cite_in_an_extractive_answer(digits: list[str]) -> Non
     # The generator's own markers are the only ones left (the sanitiser escapes the brackets of what is none).
     assert re.findall(r"\[S[0-9]+\]", result.answer) == ["[S1]", "[S2]"]
     assert not result.uncited
+
+
+class _Paced(_Scripted):
+    """Says when its call went out and when it answered, and answers after ``delay`` seconds."""
+
+    def __init__(self, log: list[str], delay: float) -> None:
+        super().__init__(["Yes [S1]."])
+        self.log = log
+        self.delay = delay
+
+    async def complete(self, prompt: Prompt) -> str:
+        self.log.append("llm called")
+        try:
+            await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.log.append("llm cancelled")
+            raise
+        self.log.append("llm answered")
+        return "".join(self.reply)
+
+
+def _paced_pipeline(
+    log: list[str], delay: float, *, snippets_fail: bool = False, chosen: asyncio.Event | None = None
+) -> RagPipeline:
+    pipeline = _pipeline([])
+    pipeline.generator = _Paced(log, delay)
+    choose = pipeline.citations
+
+    def citations(hits: list[Hit], question: str = "") -> list[Citation]:
+        log.append("snippets")
+        if chosen is not None:
+            chosen.set()
+        if snippets_fail:
+            raise RuntimeError("snippets failed")
+        return choose(hits, question)
+
+    pipeline.citations = citations  # type: ignore[method-assign]
+    return pipeline
+
+
+def test_snippets_are_chosen_while_the_llm_writes_not_before_its_call_nor_after() -> None:
+    log: list[str] = []
+    result = asyncio.run(_paced_pipeline(log, 0.05).answer("one", ALICE, 5, "r1"))
+    assert log == ["llm called", "snippets", "llm answered"]
+    assert [c.snippet for c in result.citations] == ["One.", "Two."]
+    assert result.answer == "Yes [S1]."
+
+
+def test_an_llm_that_answers_at_once_still_gets_its_citations() -> None:
+    log: list[str] = []
+    result = asyncio.run(_paced_pipeline(log, 0.0).answer("one", ALICE, 5, "r1"))
+    assert log[0] == "llm called" and "snippets" in log
+    assert [c.id for c in result.citations] == ["S1", "S2"]
+
+
+def test_when_the_snippets_fail_the_llm_call_is_cancelled_and_the_error_surfaces() -> None:
+    log: list[str] = []
+
+    async def run() -> None:
+        with pytest.raises(RuntimeError, match="snippets failed"):
+            await _paced_pipeline(log, 30.0, snippets_fail=True).answer("one", ALICE, 5, "r1")
+        await asyncio.sleep(0)  # the cancelled call runs to its end
+
+    asyncio.run(asyncio.wait_for(run(), 5))
+    assert log == ["llm called", "snippets", "llm cancelled"]
+
+
+def test_a_caller_that_goes_away_cancels_the_llm_call() -> None:
+    log: list[str] = []
+
+    async def run() -> None:
+        chosen = asyncio.Event()
+        task = asyncio.ensure_future(_paced_pipeline(log, 30.0, chosen=chosen).answer("one", ALICE, 5, "r1"))
+        await chosen.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(run(), 5))
+    assert log == ["llm called", "snippets", "llm cancelled"]
