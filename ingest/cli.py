@@ -31,6 +31,7 @@ from docquery.config.settings import Settings
 from docquery.core.collection import PUBLIC_GROUP
 from docquery.core.errors import BusyError, ServiceUnavailable, UsageProblem
 from docquery.core.exits import ExitCode
+from docquery.runtime.kernel_caches import bound_kernel_caches
 from docquery.runtime.malloc import tune_for_bulk_embedding
 from ingest.discover.acl import parse_groups
 from ingest.discover.walk import Filters, parse_shard
@@ -186,6 +187,7 @@ def _hand_over(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    bound_kernel_caches()  # before the model's first pass, when torch reads the bound
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before any component starts a thread (docquery/runtime/malloc.py)
     with _ctrl_c_says_what_happens() as interrupt:

@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from docquery.config.settings import Settings
+from docquery.runtime.kernel_caches import CAPACITY_VARIABLES
 from tests.support.fakes import HashEmbedder
 from tests.support.fixtures import standin_fixture
 
@@ -74,6 +75,12 @@ def _clean_docquery_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # allocator for good. Tests of the tuning set this themselves; the kill-and-rerun test runs
     # the CLI in a process of its own without DOCQUERY_* variables, so tuned as in production.
     monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", "false")
+    # Commands that embed set torch's kernel cache bounds in os.environ: each test leaves them as it found them.
+    for name in CAPACITY_VARIABLES:
+        was = os.environ.get(name)
+        monkeypatch.setenv(name, was or "registered")  # recorded, so that teardown puts back what was
+        if was is None:
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture

@@ -42,12 +42,14 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.evaluation.beir import check_layout
     from docquery.evaluation.progress import RichProgress, default_progress
     from docquery.evaluation.runner import EvalConfig, run_eval
+    from docquery.runtime.kernel_caches import bound_kernel_caches
     from docquery.runtime.malloc import tune_for_bulk_embedding
     from docquery.wiring import build_embedder, fusion_params, index_tuning
 
     # Input and settings first: loading the model takes seconds to minutes, a typo must not wait for it.
     check_layout(args.dataset_dir, args.split)
     spec = None if args.whole_documents else validation.chunk_spec(settings)
+    bound_kernel_caches()  # before the model's first pass, when torch reads the bound
     if settings.embedder.tune_malloc:
         tune_for_bulk_embedding()  # before the embedder starts its workers (docquery/runtime/malloc.py)
     embedder = build_embedder(settings)

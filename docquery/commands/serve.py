@@ -50,10 +50,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from docquery.api.server import AnnouncedServer, server_options
     from docquery.commands.ask import empty_index
     from docquery.commands.service_record import local_url, record_path, remove_record, write_record
+    from docquery.runtime.kernel_caches import bound_kernel_caches
     from docquery.runtime.preflight import bind_socket, check_data_dir, check_index_free, edge_collection
     from docquery.secrets import build_secret_source
     from docquery.wiring import build_components
 
+    bound_kernel_caches()  # before the model's first pass, when torch reads the bound
     if settings.metrics_port and settings.metrics_port == args.port:
         raise ConfigError(f"DOCQUERY_METRICS_PORT ({args.port}) is the same as --port: choose another for metrics")
     # Everything another process can hold, and the data dir itself, is checked before the model loads.

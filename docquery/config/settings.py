@@ -134,8 +134,8 @@ class EmbedderSettings(_Section):
     workers: int = Field(default=0, ge=0, le=64)
     """For `kind=local` on CPU: threads that share one long embed call; 0 = one per usable core, at most 4."""
     tune_malloc: bool = True
-    """Bulk commands (ingest, eval) keep freed memory in the process so torch's buffers are reused, and
-    bound torch's kernel caches to 16 shapes each; the server never does."""
+    """Bulk commands (ingest, eval) keep freed memory in the process so torch's buffers are reused; the
+    server never does. (torch's kernel caches are bounded in every process that embeds, whatever this says.)"""
 
 
 class LLMSettings(_Section):

@@ -1,4 +1,4 @@
-"""Bounds on torch's CPU kernel caches, for a process that embeds in bulk (``docquery ingest``, ``eval``).
+"""Bounds on torch's CPU kernel caches, for every process that embeds (``ingest``, ``eval``, ``serve``).
 
 torch runs the model's matrix products on CPU through oneDNN, which builds a kernel for each input
 shape and keeps it in two caches, oneDNN's own and ideep's (torch's wrapper), each of up to 1,024
@@ -9,10 +9,14 @@ after each call rose by 25 MB a call and the peak went 652, 712, 761 MB; with bo
 shapes, 171 MB in use and a peak of 492 to 502 MB after every call, for the same CPU time (a
 kernel is rarely reused when shapes rarely repeat). Figures in docs/benchmarks.md, "Memory".
 
+The query service grows the same way: questions embedded together make a pass of any count and
+length, and the upload worker's calls are bulk calls. The model alone, in a mix like the service's
+(``benchmarks/embed_memory.py``), went from 461 MB RSS to 1,640 and 1,713 MB over 1,200 calls,
+still rising, with the default caches; at 16 shapes it held 651 to 672 MB, in the same time.
+
 Both caches read their capacity from the environment once, when torch builds its first kernel, so
-:func:`bound_kernel_caches` must run before the model's first pass; ``tune_for_bulk_embedding``
-calls it. The query service does not: its questions repeat a few short shapes, which the cache
-serves without building a kernel again.
+:func:`bound_kernel_caches` must run before the model's first pass: ``ingest``, ``eval`` and
+``serve`` call it first, whether or not they tune malloc (``embedder.tune_malloc``).
 """
 
 from __future__ import annotations

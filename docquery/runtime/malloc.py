@@ -21,9 +21,9 @@ so the heap grew with every embed call while what was in use stayed flat (measur
 of many passes: the passes of one call still reuse each other's buffers, and the process's
 size is bounded by one call's working set, not by the length of the run.
 
-Bulk jobs call this; the query service does not, since it embeds one question at a time. The
-same call bounds torch's kernel caches (docquery/runtime/kernel_caches.py), the other memory a
-bulk run used to grow by.
+Bulk jobs call this; the query service does not, since its calls are few passes each. torch's
+kernel caches, the other memory a bulk run used to grow by, are bounded apart, in every process
+that embeds (docquery/runtime/kernel_caches.py).
 
 It must run before the threads it should cover make their first allocation (a thread keeps the
 arena it first got), so the CLI calls it before building any component. It changes the whole
@@ -35,8 +35,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import platform
-
-from docquery.runtime.kernel_caches import bound_kernel_caches
 
 log = logging.getLogger("docquery.runtime.malloc")
 
@@ -55,9 +53,7 @@ _tuned: list[ctypes.CDLL] = []  # the C library, once this process keeps freed m
 
 def tune_for_bulk_embedding() -> bool:
     """Apply the settings above; True when all took effect. On a C library other than glibc
-    (musl, macOS) they are skipped and it returns False: the settings are glibc's own. Either way
-    torch's kernel caches are bounded first (runtime/kernel_caches.py): they are torch's, not glibc's."""
-    bound_kernel_caches()
+    (musl, macOS) they are skipped and it returns False: the settings are glibc's own."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         log.info("malloc tuning skipped: not glibc")
         return False

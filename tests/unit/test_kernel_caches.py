@@ -1,4 +1,4 @@
-"""docquery.runtime.kernel_caches: a bulk-embedding process bounds torch's kernel caches.
+"""docquery.runtime.kernel_caches: every process that embeds bounds torch's kernel caches.
 
 The caches read their capacity once, inside torch; these tests check what the process sets, never
 this process's torch. Every test runs with the variables as monkeypatch restores them.
@@ -6,25 +6,23 @@ this process's torch. Every test runs with the variables as monkeypatch restores
 
 from __future__ import annotations
 
-import ctypes
 import os
-import platform
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from docquery.runtime import malloc
+from docquery import wiring
+from docquery.cli import main as cli_main
+from docquery.core.errors import ConfigError
 from docquery.runtime.kernel_caches import CAPACITY_VARIABLES, KERNEL_CACHE_SHAPES, bound_kernel_caches
 
 BOUND = str(KERNEL_CACHE_SHAPES)
 
 
 @pytest.fixture(autouse=True)
-def unset(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in CAPACITY_VARIABLES:
-        monkeypatch.setenv(name, "registered")  # so that teardown restores the variable as it was
-        monkeypatch.delenv(name)
-    yield
+def unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CAPACITY_VARIABLES:  # tests/conftest.py puts them back as they were after each test
+        monkeypatch.delenv(name, raising=False)
 
 
 def _values() -> dict[str, str | None]:
@@ -51,25 +49,28 @@ def test_a_second_call_changes_nothing() -> None:
     assert _values() == dict.fromkeys(CAPACITY_VARIABLES, BOUND)
 
 
-class _Mallopt:
-    argtypes: object = None
-    restype: object = None
+def _serve_until_the_model_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """The capacities ``serve`` has set when it builds its components (the model's first pass comes after)."""
+    seen: dict[str, str | None] = {}
 
-    def __call__(self, *_: int) -> int:
-        return 1
+    def build_components(*_: object, **__: object) -> None:
+        seen.update(_values())
+        raise ConfigError("stopped where the model would load")
+
+    monkeypatch.setattr(wiring, "build_components", build_components)
+    monkeypatch.setenv("DOCQUERY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCQUERY_METRICS_PORT", "0")  # 9464 may be held by a running `docquery serve`
+    assert cli_main(["serve", "--port", "0"]) == 2
+    return seen
 
 
-class _Libc:
-    mallopt = _Mallopt()
+@pytest.mark.slow  # serve binds its API port
+def test_serve_bounds_the_caches_before_it_loads_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _serve_until_the_model_loads(tmp_path, monkeypatch) == dict.fromkeys(CAPACITY_VARIABLES, BOUND)
 
 
-@pytest.mark.parametrize("libc", [("glibc", "2.36"), ("musl", "1.2")])
-def test_tuning_for_bulk_embedding_bounds_the_caches_on_any_c_library(
-    monkeypatch: pytest.MonkeyPatch, libc: tuple[str, str]
-) -> None:
-    monkeypatch.setattr(platform, "system", lambda: "Linux")
-    monkeypatch.setattr(platform, "libc_ver", lambda: libc)
-    monkeypatch.setattr(ctypes, "CDLL", lambda _: _Libc())
-    monkeypatch.setattr(malloc, "_tuned", [])  # this process's own malloc is never touched
-    malloc.tune_for_bulk_embedding()
-    assert _values() == dict.fromkeys(CAPACITY_VARIABLES, BOUND)
+@pytest.mark.slow  # serve binds its API port
+def test_serve_keeps_an_operators_own_capacity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LRU_CACHE_CAPACITY", "64")
+    seen = _serve_until_the_model_loads(tmp_path, monkeypatch)
+    assert seen == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": BOUND, "LRU_CACHE_CAPACITY": "64"}

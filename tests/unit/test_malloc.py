@@ -15,16 +15,7 @@ import pytest
 
 import ingest.cli
 from docquery.config.settings import Settings
-from docquery.runtime import malloc
-from docquery.runtime.kernel_caches import CAPACITY_VARIABLES
-
-
-@pytest.fixture(autouse=True)
-def restored_kernel_cache_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tuning also sets torch's kernel cache capacities in the environment: undone after each test."""
-    for name in CAPACITY_VARIABLES:
-        monkeypatch.setenv(name, "registered")
-        monkeypatch.delenv(name)
+from docquery.runtime import kernel_caches, malloc
 
 
 def test_does_nothing_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,8 +27,13 @@ def test_does_nothing_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
     assert malloc.tune_for_bulk_embedding() is False
 
 
+def _recorded(calls: list[str], name: str) -> dict[str, str]:
+    calls.append(name)
+    return {}
+
+
 @pytest.mark.parametrize("enabled", [True, False])
-def test_ingest_command_tunes_before_running_unless_switched_off(
+def test_ingest_command_bounds_the_caches_and_tunes_before_running_unless_switched_off(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, enabled: bool
 ) -> None:
     calls: list[str] = []
@@ -50,16 +46,17 @@ def test_ingest_command_tunes_before_running_unless_switched_off(
         calls.append("run")
         return 0
 
+    monkeypatch.setattr(ingest.cli, "bound_kernel_caches", lambda: _recorded(calls, "bound"))
     monkeypatch.setattr(ingest.cli, "tune_for_bulk_embedding", tune)
     monkeypatch.setattr(ingest.cli, "run", run)
     monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", str(enabled).lower())
     settings = Settings(data_dir=tmp_path, secrets_dir=tmp_path / "none")
     assert ingest.cli._run(argparse.Namespace(), settings) == 0
-    assert calls == (["tune", "run"] if enabled else ["run"])
+    assert calls == (["bound", "tune", "run"] if enabled else ["bound", "run"])
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
+def test_eval_command_bounds_the_caches_and_tunes_before_building_the_embedder_unless_switched_off(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, enabled: bool
 ) -> None:
     import docquery.wiring
@@ -78,6 +75,7 @@ def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
         calls.append("embedder")
         raise Built  # far enough: the order is what this test checks
 
+    monkeypatch.setattr(kernel_caches, "bound_kernel_caches", lambda: _recorded(calls, "bound"))
     monkeypatch.setattr(malloc, "tune_for_bulk_embedding", tune)
     monkeypatch.setattr(docquery.wiring, "build_embedder", build_embedder)
     monkeypatch.setenv("DOCQUERY_EMBEDDER__TUNE_MALLOC", str(enabled).lower())
@@ -89,7 +87,7 @@ def test_eval_command_tunes_before_building_the_embedder_unless_switched_off(
     args = argparse.Namespace(dataset_dir=dataset, split="test", whole_documents=False)
     with pytest.raises(Built):
         cmd_eval_retrieval(args, settings)
-    assert calls == (["tune", "embedder"] if enabled else ["embedder"])
+    assert calls == (["bound", "tune", "embedder"] if enabled else ["bound", "embedder"])
 
 
 class _Fn:
