@@ -3,8 +3,8 @@
     .venv/bin/python -m benchmarks.embed_memory --calls 1200 --rounds 1
 
 Each side runs in a fresh process (the caches read their bound once, when torch builds its first
-kernel), alternated bounded / default per round. The process loads the model as ``serve`` does and
-makes the calls of a query service that also takes uploads: three passes of questions embedded
+kernel), alternated bounded / default per round. The process loads the bundled model with the default
+settings and makes the calls of a query service that also takes uploads: three passes of questions embedded
 together (1 to 12 questions of 4 to 30 words) for each upload call (32 chunks of 60 to 200 words),
 from a fixed seed, so both sides make the same calls. Printed per side: the RSS at the start and
 every ``--every`` calls, and the seconds the calls took.

@@ -193,8 +193,9 @@ class RagPipeline:
         t0 = time.perf_counter()
         reply = asyncio.ensure_future(self._complete(build_prompt(question, hits), trace.tokens))
         try:
-            # The snippets are chosen while the LLM writes: once the call has gone out (the task ran to
-            # its first wait), not before, so they do not delay it; nor after, adding to the answer's time.
+            # The snippets are chosen while the LLM writes: after the call's task ran to its first wait (on
+            # a pooled connection, the request is sent), so they do not delay it; not after, adding to the
+            # answer's time.
             await asyncio.sleep(0)
             citations = self.citations(hits, question)
             text, finish = await reply

@@ -21,9 +21,8 @@ so the heap grew with every embed call while what was in use stayed flat (measur
 of many passes: the passes of one call still reuse each other's buffers, and the process's
 size is bounded by one call's working set, not by the length of the run.
 
-Bulk jobs call this; the query service does not, since its calls are few passes each. torch's
-kernel caches, the other memory a bulk run used to grow by, are bounded apart, in every process
-that embeds (docquery/runtime/kernel_caches.py).
+Bulk jobs call this; the query service does not. torch's kernel caches, the other memory a bulk
+run used to grow by, are bounded apart, in every process that embeds (docquery/runtime/kernel_caches.py).
 
 It must run before the threads it should cover make their first allocation (a thread keeps the
 arena it first got), so the CLI calls it before building any component. It changes the whole
