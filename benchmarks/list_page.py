@@ -4,7 +4,11 @@ Writes ``N`` document records (no chunks: a listing reads records only) into a f
 times ``QdrantIndex.list_page`` with ``limit=1`` from the start and from cursors spread over the
 listing, against the full catalogue read the route used before (``list_documents`` and a sort).
 
+With ``--tenants``, the records also belong to 50 upload tenants, and it times the upload quota's count
+(``held_by``, at every upload) for a tenant holding none and for one holding a fiftieth of the catalogue.
+
     .venv/bin/python -m benchmarks.list_page --sizes 500 50000
+    .venv/bin/python -m benchmarks.list_page --sizes 500 50000 --tenants
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from docquery.api.uploads.rules import held_by
 from docquery.core.domain import AclFilter, DocumentRecord
+from docquery.core.uploads import EXTRA_BYTES, EXTRA_TENANT, tenant_key
 from docquery.index import open_edge
+
+TENANTS = 50
 
 
 def timed(fn: object, reps: int) -> list[float]:
@@ -29,7 +37,7 @@ def timed(fn: object, reps: int) -> list[float]:
     return out
 
 
-def run(n: int, reps: int, tmp: Path) -> None:
+def run(n: int, reps: int, tmp: Path, *, tenants: bool = False) -> None:
     index = open_edge(tmp / f"n{n}", name=f"n{n}", model_id="bench", dimension=8)
     records = [
         DocumentRecord(
@@ -40,6 +48,7 @@ def run(n: int, reps: int, tmp: Path) -> None:
             chunk_count=3,
             acl_groups=("eng",) if i % 4 else ("hr", "eng"),
             title=f"Document {i}",
+            extra={EXTRA_TENANT: tenant_key(f"t{i % TENANTS}"), EXTRA_BYTES: "1000"} if tenants else {},
         )
         for i in range(n)
     ]
@@ -67,6 +76,13 @@ def run(n: int, reps: int, tmp: Path) -> None:
         f"from a cursor p50 {statistics.median(later_ms):.2f} ms (p99 {sorted(later_ms)[int(reps * 0.99) - 1]:.2f}); "
         f"the whole-catalogue read and sort {statistics.median(full_ms):.0f} ms"
     )
+    if tenants:
+        none_ms = timed(lambda: held_by(index, "nobody"), 20)
+        some_ms = timed(lambda: held_by(index, "t7"), 20)
+        print(
+            f"{n:>6} documents: the upload quota's count p50 {statistics.median(none_ms):.2f} ms for a tenant "
+            f"holding none, {statistics.median(some_ms):.2f} ms for one holding {len(held_by(index, 't7'))}"
+        )
     index.close()
 
 
@@ -74,10 +90,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[500, 50_000])
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--tenants", action="store_true", help="also time the upload quota's count")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
-            run(n, args.reps, Path(tmp))
+            run(n, args.reps, Path(tmp), tenants=args.tenants)
 
 
 if __name__ == "__main__":
