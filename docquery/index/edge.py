@@ -302,6 +302,10 @@ class EdgeEngine:
         params = IntegerIndexParams(lookup=False, range=True)
         self._update("create index", UpdateOperation.create_field_index(key, params))
 
+    def create_keyword_index(self, key: str) -> None:
+        params = KeywordIndexParams(enable_hnsw=False, is_tenant=False)
+        self._update("create index", UpdateOperation.create_field_index(key, params))
+
     def flush(self) -> None:
         with self._use("flush") as shard:
             shard.flush()

@@ -347,6 +347,12 @@ class ServerEngine:
             schema = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
             self._client.create_payload_index(self.name, key, schema, wait=True)
 
+    def create_keyword_index(self, key: str) -> None:
+        with _guard("create index", self._lock), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
+            schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False)
+            self._client.create_payload_index(self.name, key, schema, wait=True)
+
     def flush(self) -> None:
         """Writes are acknowledged with ``wait=True`` and the server keeps a WAL: nothing to flush."""
 

@@ -1,0 +1,120 @@
+"""The upload quota finds a tenant's records through a keyword index on ``extra.tenant``, on both engines.
+
+A writer makes the index (at its first record or its first doc-id key), a collection written before it
+gets it the same way, and the lookup returns exactly the tenant's records whichever way they were
+written. The embedded engine's schema is read to show the index is there; the server path's local mode
+keeps no payload indexes (it scans), so there only the answers are checked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from docquery.api.uploads.rules import held_by
+from docquery.core.collection import Key, document_point_id
+from docquery.core.domain import DocumentRecord
+from docquery.core.uploads import EXTRA_TENANT, tenant_key
+from docquery.index import QdrantIndex, open_edge, open_server
+from docquery.index.engine import Point
+from docquery.index.payload import document_payload
+from docquery.index.store import INDEXED_EXTRA
+
+DIM = 8
+TENANT_PATH = f"{Key.EXTRA.value}.{EXTRA_TENANT}"
+# Tenants as credentials name them: the record keeps a digest, so any text is one keyword.
+TENANTS = ["eng", "Eng", "eng ", "hr\u00a0", "t/1", "\u3000", "x" * 300, "ümlaut", "a,b"]
+_names = itertools.count()
+Opener = Callable[[str], QdrantIndex]
+
+
+@pytest.fixture(params=["edge", "server"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opened: list[QdrantIndex] = []
+
+    def open_one(name: str) -> QdrantIndex:
+        if request.param == "edge":
+            index = open_edge(tmp_path / name, name=name, model_id="m", dimension=DIM)
+        else:
+            index = open_server(url=":memory:", name=name, model_id="m", dimension=DIM)
+        opened.append(index)
+        return index
+
+    yield open_one
+    for index in opened:
+        index.close()
+
+
+def _record(i: int, tenant: str | None) -> DocumentRecord:
+    extra = {EXTRA_TENANT: tenant_key(tenant)} if tenant is not None else {}
+    return DocumentRecord(
+        doc_id=f"doc-{i:04d}", source=f"/c/{i}", root="/c", content_sha256="0" * 64, chunk_count=1,
+        acl_groups=("eng",), extra=extra,
+    )  # fmt: skip
+
+
+def _records() -> list[DocumentRecord]:
+    # Every tenant holds some records; some records have no tenant (the corpus's own).
+    return [_record(i, None if i % 7 == 0 else TENANTS[i % len(TENANTS)]) for i in range(120)]
+
+
+def _expected(records: list[DocumentRecord], tenant: str) -> set[str]:
+    return {r.doc_id for r in records if r.extra.get(EXTRA_TENANT) == tenant_key(tenant)}
+
+
+def _schema(index: QdrantIndex) -> set[str]:
+    return set(index._engine._shard.info().payload_schema)  # type: ignore[attr-defined]
+
+
+def test_the_quota_lookup_finds_exactly_each_tenants_records(opener: Opener) -> None:
+    index = opener(f"c{next(_names)}")
+    records = _records()
+    index.put_documents(records)
+    for tenant in [*TENANTS, "nobody"]:
+        assert {r.doc_id for r in held_by(index, tenant)} == _expected(records, tenant), tenant
+
+
+def test_a_collection_written_before_the_index_gets_it_at_its_next_write(opener: Opener) -> None:
+    name = f"c{next(_names)}"
+    index = opener(name)
+    old = _records()
+    # As an earlier build wrote them: the records, and no index on the tenant.
+    index._engine.upsert([Point(document_point_id(r.doc_id), dict(document_payload(r))) for r in old])
+    edge = "edge" in type(index._engine).__name__.lower()
+    if edge:
+        assert TENANT_PATH not in _schema(index)
+    for tenant in TENANTS:  # unindexed, the lookup still answers (by a scan)
+        assert {r.doc_id for r in held_by(index, tenant)} == _expected(old, tenant)
+    new = _record(500, "eng")
+    index.put_documents([new])
+    if edge:
+        assert TENANT_PATH in _schema(index)
+    assert {r.doc_id for r in held_by(index, "eng")} == _expected([*old, new], "eng")
+
+
+def test_a_writer_that_asks_for_the_doc_id_key_first_has_the_index(tmp_path: Path) -> None:
+    index = open_edge(tmp_path / "k", name="k", model_id="m", dimension=DIM)
+    try:
+        assert TENANT_PATH not in _schema(index)  # a reader never makes it
+        index.ensure_doc_id_key()  # what an upload does before it counts its tenant's records
+        assert TENANT_PATH in _schema(index)
+        assert [f"{Key.EXTRA.value}.{k}" for k in INDEXED_EXTRA] == [TENANT_PATH]
+    finally:
+        index.close()
+
+
+def test_making_the_index_again_changes_nothing(tmp_path: Path) -> None:
+    records = _records()
+    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=DIM)
+    index.put_documents(records)
+    index.close()
+    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=DIM)  # another writer process
+    try:
+        index.put_documents([_record(900, "hr\u00a0")])
+        assert TENANT_PATH in _schema(index)
+        assert {r.doc_id for r in held_by(index, "hr\u00a0")} == _expected(records, "hr\u00a0") | {"doc-0900"}
+    finally:
+        index.close()
