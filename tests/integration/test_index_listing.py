@@ -8,8 +8,7 @@ old full read, in the same order, and the next write of a record migrates it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,30 +19,12 @@ import docquery.index.payload as payload_module
 import docquery.index.store as store_module
 from docquery.core.collection import META_POINT_ID, Key, document_point_id, list_key
 from docquery.core.domain import AclFilter, DocumentRecord
-from docquery.index import QdrantIndex, open_edge, open_server
+from docquery.index import QdrantIndex
 from docquery.index.engine import Point
 from docquery.index.payload import document_payload
+from tests.integration.conftest import IndexOpener
 
-DIM = 8
 _names = itertools.count()
-Opener = Callable[[str], QdrantIndex]
-
-
-@pytest.fixture(params=["edge", "server"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    opened: list[QdrantIndex] = []
-
-    def open_one(name: str) -> QdrantIndex:
-        if request.param == "edge":
-            index = open_edge(tmp_path / name, name=name, model_id="m", dimension=DIM)
-        else:
-            index = open_server(url=":memory:", name=name, model_id="m", dimension=DIM)
-        opened.append(index)
-        return index
-
-    yield open_one
-    for index in opened:
-        index.close()
 
 
 def record(doc_id: str, groups: tuple[str, ...]) -> DocumentRecord:
@@ -71,7 +52,7 @@ ids = st.lists(st.from_regex(r"[a-z]{1,6}-[0-9]{1,3}", fullmatch=True), min_size
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=ids, limit=st.integers(1, 12), coarse=st.booleans())
 def test_a_walk_lists_every_visible_record_once_in_key_order(
-    opener: Opener, monkeypatch: pytest.MonkeyPatch, docs: list[str], limit: int, coarse: bool
+    opener: IndexOpener, monkeypatch: pytest.MonkeyPatch, docs: list[str], limit: int, coarse: bool
 ) -> None:
     key: Callable[[str], int] = (lambda d: len(d) % 3) if coarse else list_key  # coarse: many records per key
     with monkeypatch.context() as m:
@@ -84,7 +65,7 @@ def test_a_walk_lists_every_visible_record_once_in_key_order(
         assert walk(index, AclFilter.for_groups(set()), limit) == []
 
 
-def test_a_collection_from_before_list_keys_is_listed_then_migrated(opener: Opener) -> None:
+def test_a_collection_from_before_list_keys_is_listed_then_migrated(opener: IndexOpener) -> None:
     index = opener("old")
     docs = [f"doc-{i:03d}" for i in range(30)]
     old: list[Point] = []

@@ -7,38 +7,17 @@ chunk, another group's, a document record or the meta point, and never decrypts 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docquery.core.collection import chunk_point_id
 from docquery.core.domain import AclFilter, Chunk, DocumentRecord, IndexedChunk
-from docquery.index import QdrantIndex, open_edge, open_server
+from docquery.index import QdrantIndex
+from tests.integration.conftest import INDEX_DIM, IndexOpener
 
-DIM = 8
 _names = itertools.count()
-Opener = Callable[[str], QdrantIndex]
 GROUPS = ("eng", "hr")
-
-
-@pytest.fixture(params=["edge", "server"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    opened: list[QdrantIndex] = []
-
-    def open_one(name: str) -> QdrantIndex:
-        if request.param == "edge":
-            index = open_edge(tmp_path / name, name=name, model_id="m", dimension=DIM)
-        else:
-            index = open_server(url=":memory:", name=name, model_id="m", dimension=DIM)
-        opened.append(index)
-        return index
-
-    yield open_one
-    for index in opened:
-        index.close()
 
 
 class _SealedText:
@@ -64,7 +43,7 @@ def _item(doc_id: str, i: int, groups: tuple[str, ...], *, held: bool) -> Indexe
         page=f"H {i}",
         flags=("injection:rule",) if held else (),
     )
-    return IndexedChunk(chunk=chunk, dense=[1.0] + [0.0] * (DIM - 1), quarantined=held)
+    return IndexedChunk(chunk=chunk, dense=[1.0] + [0.0] * (INDEX_DIM - 1), quarantined=held)
 
 
 def _fill(index: QdrantIndex, docs: list[tuple[int, int, int]]) -> dict[str, set[tuple[str, int]]]:
@@ -103,7 +82,7 @@ docs_strategy = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 9), st.inte
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=docs_strategy, limit=st.integers(1, 12))
 def test_a_walk_lists_every_held_chunk_the_caller_may_see_once(
-    opener: Opener, docs: list[tuple[int, int, int]], limit: int
+    opener: IndexOpener, docs: list[tuple[int, int, int]], limit: int
 ) -> None:
     index = opener(f"q{next(_names)}")
     index.set_cipher(_SealedText())
@@ -121,7 +100,7 @@ def test_a_walk_lists_every_held_chunk_the_caller_may_see_once(
         assert sorted((d, i) for d, i, _ in only) == sorted(x for x in held["eng"] | held["hr"] if x[0] == "d0")
 
 
-def test_an_item_carries_where_and_why_and_no_groups_admit_nothing(opener: Opener) -> None:
+def test_an_item_carries_where_and_why_and_no_groups_admit_nothing(opener: IndexOpener) -> None:
     index = opener("one")
     _fill(index, [(0, 1, 1)])
     page, after = index.list_quarantined(acl=AclFilter.for_groups({"eng"}), after=None, limit=5)

@@ -9,43 +9,22 @@ keeps no payload indexes (it scans), so there only the answers are checked.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import pytest
 
 from docquery.api.uploads.rules import held_by
 from docquery.core.collection import Key, document_point_id
 from docquery.core.domain import DocumentRecord
 from docquery.core.uploads import EXTRA_TENANT, tenant_key
-from docquery.index import QdrantIndex, open_edge, open_server
+from docquery.index import QdrantIndex, open_edge
 from docquery.index.engine import Point
 from docquery.index.payload import document_payload
 from docquery.index.store import INDEXED_EXTRA
+from tests.integration.conftest import INDEX_DIM, IndexOpener
 
-DIM = 8
 TENANT_PATH = f"{Key.EXTRA.value}.{EXTRA_TENANT}"
 # Tenants as credentials name them: the record keeps a digest, so any text is one keyword.
 TENANTS = ["eng", "Eng", "eng ", "hr\u00a0", "t/1", "\u3000", "x" * 300, "ümlaut", "a,b"]
 _names = itertools.count()
-Opener = Callable[[str], QdrantIndex]
-
-
-@pytest.fixture(params=["edge", "server"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    opened: list[QdrantIndex] = []
-
-    def open_one(name: str) -> QdrantIndex:
-        if request.param == "edge":
-            index = open_edge(tmp_path / name, name=name, model_id="m", dimension=DIM)
-        else:
-            index = open_server(url=":memory:", name=name, model_id="m", dimension=DIM)
-        opened.append(index)
-        return index
-
-    yield open_one
-    for index in opened:
-        index.close()
 
 
 def _record(i: int, tenant: str | None) -> DocumentRecord:
@@ -69,7 +48,7 @@ def _schema(index: QdrantIndex) -> set[str]:
     return set(index._engine._shard.info().payload_schema)  # type: ignore[attr-defined]
 
 
-def test_the_quota_lookup_finds_exactly_each_tenants_records(opener: Opener) -> None:
+def test_the_quota_lookup_finds_exactly_each_tenants_records(opener: IndexOpener) -> None:
     index = opener(f"c{next(_names)}")
     records = _records()
     index.put_documents(records)
@@ -77,7 +56,7 @@ def test_the_quota_lookup_finds_exactly_each_tenants_records(opener: Opener) -> 
         assert {r.doc_id for r in held_by(index, tenant)} == _expected(records, tenant), tenant
 
 
-def test_a_collection_written_before_the_index_gets_it_at_its_next_write(opener: Opener) -> None:
+def test_a_collection_written_before_the_index_gets_it_at_its_next_write(opener: IndexOpener) -> None:
     name = f"c{next(_names)}"
     index = opener(name)
     old = _records()
@@ -96,7 +75,7 @@ def test_a_collection_written_before_the_index_gets_it_at_its_next_write(opener:
 
 
 def test_a_writer_that_asks_for_the_doc_id_key_first_has_the_index(tmp_path: Path) -> None:
-    index = open_edge(tmp_path / "k", name="k", model_id="m", dimension=DIM)
+    index = open_edge(tmp_path / "k", name="k", model_id="m", dimension=INDEX_DIM)
     try:
         assert TENANT_PATH not in _schema(index)  # a reader never makes it
         index.ensure_doc_id_key()  # what an upload does before it counts its tenant's records
@@ -108,10 +87,10 @@ def test_a_writer_that_asks_for_the_doc_id_key_first_has_the_index(tmp_path: Pat
 
 def test_making_the_index_again_changes_nothing(tmp_path: Path) -> None:
     records = _records()
-    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=DIM)
+    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=INDEX_DIM)
     index.put_documents(records)
     index.close()
-    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=DIM)  # another writer process
+    index = open_edge(tmp_path / "again", name="again", model_id="m", dimension=INDEX_DIM)  # another writer process
     try:
         index.put_documents([_record(900, "hr\u00a0")])
         assert TENANT_PATH in _schema(index)
