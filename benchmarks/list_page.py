@@ -4,8 +4,9 @@ Writes ``N`` document records (no chunks: a listing reads records only) into a f
 times ``QdrantIndex.list_page`` with ``limit=1`` from the start and from cursors spread over the
 listing, against the full catalogue read the route used before (``list_documents`` and a sort).
 
-With ``--tenants``, the records also belong to 50 upload tenants, and it times the upload quota's count
-(``held_by``, at every upload) for a tenant holding none and for one holding a fiftieth of the catalogue.
+With ``--tenants``, the records also belong to 50 upload tenants and to jobs of 20, and it times the upload
+quota's count (``held_by``, at every upload) for a tenant holding none and for one holding a fiftieth of the
+catalogue, and a job's lookup (``GET /v1/ingest/jobs/{id}``'s read).
 
     .venv/bin/python -m benchmarks.list_page --sizes 500 50000
     .venv/bin/python -m benchmarks.list_page --sizes 500 50000 --tenants
@@ -22,10 +23,15 @@ from pathlib import Path
 
 from docquery.api.uploads.rules import held_by
 from docquery.core.domain import AclFilter, DocumentRecord
-from docquery.core.uploads import EXTRA_BYTES, EXTRA_TENANT, tenant_key
+from docquery.core.uploads import EXTRA_BYTES, EXTRA_JOB, EXTRA_TENANT, tenant_key
 from docquery.index import open_edge
 
 TENANTS = 50
+JOB_SIZE = 20
+
+
+def _extra(i: int) -> dict[str, str]:
+    return {EXTRA_TENANT: tenant_key(f"t{i % TENANTS}"), EXTRA_JOB: f"{i // JOB_SIZE:032x}", EXTRA_BYTES: "1000"}
 
 
 def timed(fn: object, reps: int) -> list[float]:
@@ -48,7 +54,7 @@ def run(n: int, reps: int, tmp: Path, *, tenants: bool = False) -> None:
             chunk_count=3,
             acl_groups=("eng",) if i % 4 else ("hr", "eng"),
             title=f"Document {i}",
-            extra={EXTRA_TENANT: tenant_key(f"t{i % TENANTS}"), EXTRA_BYTES: "1000"} if tenants else {},
+            extra=_extra(i) if tenants else {},
         )
         for i in range(n)
     ]
@@ -79,9 +85,13 @@ def run(n: int, reps: int, tmp: Path, *, tenants: bool = False) -> None:
     if tenants:
         none_ms = timed(lambda: held_by(index, "nobody"), 20)
         some_ms = timed(lambda: held_by(index, "t7"), 20)
+        job = f"{n // JOB_SIZE // 2:032x}"
+        job_ms = timed(lambda: index.list_documents(extra=(EXTRA_JOB, job)), 20)
         print(
             f"{n:>6} documents: the upload quota's count p50 {statistics.median(none_ms):.2f} ms for a tenant "
-            f"holding none, {statistics.median(some_ms):.2f} ms for one holding {len(held_by(index, 't7'))}"
+            f"holding none, {statistics.median(some_ms):.2f} ms for one holding {len(held_by(index, 't7'))}; "
+            f"a job's lookup p50 {statistics.median(job_ms):.2f} ms "
+            f"({len(index.list_documents(extra=(EXTRA_JOB, job)))} records)"
         )
     index.close()
 
