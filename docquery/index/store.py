@@ -29,7 +29,7 @@ from docquery.core.collection import (
 )
 from docquery.core.domain import AclFilter, Chunk, DocumentRecord, Hit, IndexedChunk, QuarantinedChunk
 from docquery.core.ports import SearchMode, TextCipher
-from docquery.core.uploads import EXTRA_TENANT
+from docquery.core.uploads import EXTRA_JOB, EXTRA_TENANT
 from docquery.index import filters
 from docquery.index.engine import Engine, Found, Match, Point, Stats, Where
 from docquery.index.fusion import FusionParams
@@ -47,10 +47,11 @@ _META_ID = str(META_POINT_ID)
 _SCROLL_PAGE = 512
 
 
-# Keys of a record's ``extra`` that are matched on: the upload quota finds a tenant's records by its tenant
-# at every upload. Unindexed, that match read every document record: 133 ms at 50,000, against 0.06 ms indexed
-# for a tenant with none (benchmarks/list_page.py --tenants).
-INDEXED_EXTRA = (EXTRA_TENANT,)
+# Keys of a record's ``extra`` that are matched on: the upload quota finds a tenant's records by its tenant at
+# every upload, a job's status its records by the job. Unindexed, each match read every document record, with
+# the event loop stalled (the engine holds the GIL): at 50,000, 133 ms for a tenant holding none and 136 ms for a
+# job of 20 (benchmarks/list_page.py --tenants).
+INDEXED_EXTRA = (EXTRA_TENANT, EXTRA_JOB)
 
 
 class QdrantIndex:
